@@ -1,0 +1,266 @@
+//! Bearer tokens: parse the `Authorization` header, verify the JWT against the
+//! issuer's signing keys, and yield the caller as an [`Owner`].
+
+use std::collections::HashMap;
+use std::fmt;
+
+use jsonwebtoken::jwk::{AlgorithmParameters, EllipticCurve, Jwk, JwkSet, PublicKeyUse};
+use jsonwebtoken::{Algorithm, DecodingKey, Validation, errors::ErrorKind};
+use lambda_http::http::HeaderMap;
+use lambda_http::http::header::AUTHORIZATION;
+use serde::Deserialize;
+
+use crate::domain::Owner;
+
+/// Only asymmetric signatures: `none` and HMAC are never accepted.
+const ACCEPTED_ALGORITHMS: [Algorithm; 3] = [Algorithm::RS256, Algorithm::ES256, Algorithm::EdDSA];
+/// Clock skew tolerated on `exp` and `nbf`, in seconds.
+const LEEWAY_SECONDS: u64 = 30;
+/// Real tokens are a few hundred bytes to ~2 KiB; anything far larger is
+/// refused before any decoding work.
+const MAX_TOKEN_BYTES: usize = 8 * 1024;
+
+/// Why a request is not authenticated. Never carries the token itself.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AuthError {
+    /// No `Authorization` header, or not the `Bearer` scheme.
+    MissingToken,
+    /// More than one `Authorization` header: ambiguous, refused.
+    RepeatedHeader,
+    /// A bearer token that is past its `exp`.
+    Expired,
+    /// Any other reason: signature, key, algorithm, issuer, audience, claims.
+    InvalidToken,
+}
+
+/// A verification key taken from a JWKS, with the one algorithm it verifies.
+#[derive(Clone)]
+pub struct VerificationKey {
+    algorithm: Algorithm,
+    key: DecodingKey,
+}
+
+/// The usable signing keys of a JWKS, by `kid`.
+#[derive(Clone, Default)]
+pub struct KeySet {
+    keys: HashMap<String, VerificationKey>,
+}
+
+#[derive(Debug)]
+pub struct KeySetError(String);
+
+impl fmt::Display for KeySetError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for KeySetError {}
+
+impl KeySet {
+    /// Parses a JWKS document. Keys that cannot verify one of the accepted
+    /// algorithms (encryption keys, symmetric keys, other curves, keys without
+    /// a `kid`) are skipped; a set with no usable key is an error.
+    pub fn from_jwks_json(json: &str) -> Result<Self, KeySetError> {
+        let set: JwkSet = serde_json::from_str(json)
+            .map_err(|error| KeySetError(format!("the key set is not a valid JWKS: {error}")))?;
+        let keys: HashMap<_, _> = set.keys.iter().filter_map(usable_key).collect();
+        if keys.is_empty() {
+            return Err(KeySetError(
+                "the key set has no usable signing key (RS256, ES256 or EdDSA with a kid)".into(),
+            ));
+        }
+        Ok(Self { keys })
+    }
+
+    fn get(&self, kid: &str) -> Option<&VerificationKey> {
+        self.keys.get(kid)
+    }
+}
+
+fn usable_key(jwk: &Jwk) -> Option<(String, VerificationKey)> {
+    let kid = jwk.common.key_id.clone()?;
+    if matches!(&jwk.common.public_key_use, Some(usage) if *usage != PublicKeyUse::Signature) {
+        return None;
+    }
+    let algorithm = match &jwk.algorithm {
+        AlgorithmParameters::RSA(_) => Algorithm::RS256,
+        AlgorithmParameters::EllipticCurve(ec) if ec.curve == EllipticCurve::P256 => {
+            Algorithm::ES256
+        }
+        AlgorithmParameters::OctetKeyPair(okp) if okp.curve == EllipticCurve::Ed25519 => {
+            Algorithm::EdDSA
+        }
+        _ => return None,
+    };
+    // A key that names its algorithm is used for that algorithm only.
+    if let Some(declared) = jwk.common.key_algorithm
+        && declared != algorithm.into()
+    {
+        return None;
+    }
+    let key = DecodingKey::from_jwk(jwk).ok()?;
+    Some((kid, VerificationKey { algorithm, key }))
+}
+
+/// Where verification keys come from. The seam for key sources: today a key
+/// set given inline in the configuration.
+pub enum KeySource {
+    Inline(KeySet),
+}
+
+impl KeySource {
+    async fn key(&self, kid: &str) -> Option<VerificationKey> {
+        match self {
+            Self::Inline(set) => set.get(kid).cloned(),
+        }
+    }
+}
+
+#[derive(Deserialize)]
+struct Claims {
+    sub: String,
+}
+
+/// Verifies bearer tokens for one issuer (and audience, when configured).
+pub struct Verifier {
+    keys: KeySource,
+    /// One set of rules per accepted algorithm: jsonwebtoken requires every
+    /// algorithm of a `Validation` to match the key's family.
+    validations: Vec<Validation>,
+}
+
+impl Verifier {
+    pub fn new(keys: KeySource, issuer: &str, audience: Option<&str>) -> Self {
+        let validation_for = |algorithm| {
+            let mut validation = Validation::new(algorithm);
+            validation.leeway = LEEWAY_SECONDS;
+            validation.validate_nbf = true;
+            validation.set_issuer(&[issuer]);
+            match audience {
+                Some(audience) => {
+                    validation.set_audience(&[audience]);
+                    validation.set_required_spec_claims(&["exp", "iss", "sub", "aud"]);
+                }
+                None => {
+                    validation.validate_aud = false;
+                    validation.set_required_spec_claims(&["exp", "iss", "sub"]);
+                }
+            }
+            validation
+        };
+        let validations = ACCEPTED_ALGORITHMS
+            .into_iter()
+            .map(validation_for)
+            .collect();
+        Self { keys, validations }
+    }
+
+    /// The caller named by the request's bearer token.
+    pub async fn authenticate(&self, headers: &HeaderMap) -> Result<Owner, AuthError> {
+        let token = bearer_token(headers)?;
+        self.verify(token).await
+    }
+
+    async fn verify(&self, token: &str) -> Result<Owner, AuthError> {
+        if token.len() > MAX_TOKEN_BYTES {
+            return Err(AuthError::InvalidToken);
+        }
+        let header = jsonwebtoken::decode_header(token).map_err(|_| AuthError::InvalidToken)?;
+        let validation = self
+            .validations
+            .iter()
+            .find(|validation| validation.algorithms == [header.alg])
+            .ok_or(AuthError::InvalidToken)?;
+        let kid = header.kid.as_deref().ok_or(AuthError::InvalidToken)?;
+        let key = self.keys.key(kid).await.ok_or(AuthError::InvalidToken)?;
+        if key.algorithm != header.alg {
+            return Err(AuthError::InvalidToken);
+        }
+        let claims = jsonwebtoken::decode::<Claims>(token, &key.key, validation)
+            .map_err(|error| match error.kind() {
+                ErrorKind::ExpiredSignature => AuthError::Expired,
+                _ => AuthError::InvalidToken,
+            })?
+            .claims;
+        Owner::parse(claims.sub).ok_or(AuthError::InvalidToken)
+    }
+}
+
+/// The token of the one `Authorization: Bearer <token>` header.
+fn bearer_token(headers: &HeaderMap) -> Result<&str, AuthError> {
+    let mut values = headers.get_all(AUTHORIZATION).iter();
+    let value = values.next().ok_or(AuthError::MissingToken)?;
+    if values.next().is_some() {
+        return Err(AuthError::RepeatedHeader);
+    }
+    let value = value.to_str().map_err(|_| AuthError::MissingToken)?;
+    let (scheme, token) = value.split_once(' ').ok_or(AuthError::MissingToken)?;
+    // The auth-scheme is case-insensitive (RFC 9110, section 11.1).
+    if !scheme.eq_ignore_ascii_case("bearer") {
+        return Err(AuthError::MissingToken);
+    }
+    match token.trim() {
+        "" => Err(AuthError::MissingToken),
+        token => Ok(token),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use lambda_http::http::HeaderValue;
+
+    fn headers(values: &[&str]) -> HeaderMap {
+        let mut headers = HeaderMap::new();
+        for value in values {
+            headers.append(AUTHORIZATION, HeaderValue::from_str(value).unwrap());
+        }
+        headers
+    }
+
+    #[test]
+    fn bearer_scheme_is_required_and_case_insensitive() {
+        assert_eq!(bearer_token(&headers(&["Bearer abc"])), Ok("abc"));
+        assert_eq!(bearer_token(&headers(&["bearer abc"])), Ok("abc"));
+        assert_eq!(bearer_token(&headers(&[])), Err(AuthError::MissingToken));
+        assert_eq!(
+            bearer_token(&headers(&["Basic abc"])),
+            Err(AuthError::MissingToken)
+        );
+        assert_eq!(
+            bearer_token(&headers(&["Bearer"])),
+            Err(AuthError::MissingToken)
+        );
+        assert_eq!(
+            bearer_token(&headers(&["Bearer  "])),
+            Err(AuthError::MissingToken)
+        );
+        assert_eq!(
+            bearer_token(&headers(&["Bearer a", "Bearer b"])),
+            Err(AuthError::RepeatedHeader)
+        );
+    }
+
+    #[test]
+    fn only_signing_keys_of_accepted_algorithms_are_kept() {
+        let jwks = r#"{"keys": [
+            {"kty": "oct", "kid": "hmac", "k": "c2VjcmV0"},
+            {"kty": "OKP", "crv": "Ed25519", "kid": "enc", "use": "enc",
+             "x": "11qYAYKxCrfVS_7TyWQHOg7hcvPapiMlrwIaaPcHURo"},
+            {"kty": "OKP", "crv": "Ed25519", "kid": "mismatch", "alg": "RS256",
+             "x": "11qYAYKxCrfVS_7TyWQHOg7hcvPapiMlrwIaaPcHURo"},
+            {"kty": "OKP", "crv": "Ed25519", "kid": "good", "use": "sig",
+             "x": "11qYAYKxCrfVS_7TyWQHOg7hcvPapiMlrwIaaPcHURo"}
+        ]}"#;
+        let set = KeySet::from_jwks_json(jwks).unwrap();
+        assert_eq!(set.keys.len(), 1);
+        assert!(set.get("good").is_some());
+    }
+
+    #[test]
+    fn a_set_without_usable_keys_is_refused() {
+        assert!(KeySet::from_jwks_json(r#"{"keys": []}"#).is_err());
+        assert!(KeySet::from_jwks_json("not json").is_err());
+    }
+}

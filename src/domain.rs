@@ -1,0 +1,385 @@
+//! The Plant Store domain: what a plant is, and how a request body becomes one.
+//!
+//! Every value here is parsed once, through one constructor that returns a
+//! precise [`PlantError`]; past that point the rest of the code trusts the types.
+
+use std::fmt;
+
+use serde::de::{Deserializer, IgnoredAny, MapAccess, Visitor};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+const NAME_MAX_CHARS: usize = 256;
+const TAG_MAX_CHARS: usize = 64;
+/// Subjects longer than this are refused: a token issuer never needs more, and
+/// the owner is a DynamoDB partition key (at most 2,048 bytes).
+const OWNER_MAX_BYTES: usize = 512;
+
+/// Why a request body is not a valid NewPlant. Each message names the field.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum PlantError {
+    NotJson(String),
+    NotAnObject,
+    DuplicateField(&'static str),
+    MissingField(&'static str),
+    NotAString(&'static str),
+    InvalidId,
+    Length { field: &'static str, max: usize },
+    Blank(&'static str),
+    ControlCharacter(&'static str),
+}
+
+impl fmt::Display for PlantError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::NotJson(detail) => write!(f, "The request body is not valid JSON ({detail})."),
+            Self::NotAnObject => f.write_str("The request body must be a JSON object."),
+            Self::DuplicateField(field) => {
+                write!(
+                    f,
+                    "The field `{field}` appears more than once in the request body."
+                )
+            }
+            Self::MissingField(field) => write!(f, "The field `{field}` is required."),
+            Self::NotAString(field) => write!(f, "The field `{field}` must be a JSON string."),
+            Self::InvalidId => write!(
+                f,
+                "The field `id` must be a JSON integer from {} to {}.",
+                i64::MIN,
+                i64::MAX
+            ),
+            Self::Length { field, max } => {
+                write!(f, "The field `{field}` must be 1 to {max} characters long.")
+            }
+            Self::Blank(field) => write!(f, "The field `{field}` must not be blank."),
+            Self::ControlCharacter(field) => {
+                write!(
+                    f,
+                    "The field `{field}` must not contain control characters."
+                )
+            }
+        }
+    }
+}
+
+impl std::error::Error for PlantError {}
+
+/// The caller: the `sub` of a verified token. Plants are stored per owner.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Owner(String);
+
+impl Owner {
+    /// `None` for an empty or oversized subject.
+    pub fn parse(sub: String) -> Option<Self> {
+        (!sub.is_empty() && sub.len() <= OWNER_MAX_BYTES).then_some(Self(sub))
+    }
+
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+/// A plant id: unique per owner, any int64.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub struct PlantId(i64);
+
+impl PlantId {
+    pub fn new(id: i64) -> Self {
+        Self(id)
+    }
+
+    pub fn get(self) -> i64 {
+        self.0
+    }
+
+    fn parse(value: Value) -> Result<Self, PlantError> {
+        match value {
+            Value::Number(number) => number.as_i64().map(Self).ok_or(PlantError::InvalidId),
+            _ => Err(PlantError::InvalidId),
+        }
+    }
+}
+
+impl fmt::Display for PlantId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        self.0.fmt(f)
+    }
+}
+
+/// A plant's name: 1 to 256 characters, not blank, no control characters.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(transparent)]
+pub struct PlantName(String);
+
+impl PlantName {
+    pub fn parse(name: String) -> Result<Self, PlantError> {
+        check_text("name", &name, NAME_MAX_CHARS)?;
+        if name.trim().is_empty() {
+            return Err(PlantError::Blank("name"));
+        }
+        Ok(Self(name))
+    }
+
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+/// A plant's tag: 1 to 64 characters, no control characters.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(transparent)]
+pub struct PlantTag(String);
+
+impl PlantTag {
+    pub fn parse(tag: String) -> Result<Self, PlantError> {
+        check_text("tag", &tag, TAG_MAX_CHARS)?;
+        Ok(Self(tag))
+    }
+
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+fn check_text(field: &'static str, text: &str, max: usize) -> Result<(), PlantError> {
+    let chars = text.chars().count();
+    if chars == 0 || chars > max {
+        return Err(PlantError::Length { field, max });
+    }
+    if text.chars().any(char::is_control) {
+        return Err(PlantError::ControlCharacter(field));
+    }
+    Ok(())
+}
+
+/// How many plants one GET answers: 1 to 1000, 100 when not given.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Limit(usize);
+
+impl Limit {
+    pub const MAX: usize = 1000;
+    pub const DEFAULT: Self = Self(100);
+
+    /// Digits only (no sign, no fraction, no exponent), 1 to 1000.
+    pub fn parse(text: &str) -> Option<Self> {
+        if text.is_empty() || text.len() > 4 || !text.bytes().all(|b| b.is_ascii_digit()) {
+            return None;
+        }
+        let value: usize = text.parse().ok()?;
+        (1..=Self::MAX).contains(&value).then_some(Self(value))
+    }
+
+    pub fn get(self) -> usize {
+        self.0
+    }
+}
+
+/// A Plant as the API answers it: `{"name", "tag"?}`; the id is never echoed
+/// and an absent tag is left out rather than sent as `null`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Plant {
+    pub name: PlantName,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub tag: Option<PlantTag>,
+}
+
+/// A plant to create: the id and the plant stored under it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NewPlant {
+    pub id: PlantId,
+    pub plant: Plant,
+}
+
+impl NewPlant {
+    /// Parses a request body. Fields the contract does not name are ignored.
+    pub fn from_json(body: &[u8]) -> Result<Self, PlantError> {
+        let fields: BodyFields =
+            serde_json::from_slice(body).map_err(|error| match error.classify() {
+                // Our visitor only fails when the top-level value is not an object.
+                serde_json::error::Category::Data => PlantError::NotAnObject,
+                _ => PlantError::NotJson(error.to_string()),
+            })?;
+        if let Some(field) = fields.duplicate {
+            return Err(PlantError::DuplicateField(field));
+        }
+        let id = PlantId::parse(fields.id.ok_or(PlantError::MissingField("id"))?)?;
+        let name = match fields.name {
+            None | Some(Value::Null) => return Err(PlantError::MissingField("name")),
+            Some(Value::String(name)) => PlantName::parse(name)?,
+            Some(_) => return Err(PlantError::NotAString("name")),
+        };
+        let tag = match fields.tag {
+            None | Some(Value::Null) => None,
+            Some(Value::String(tag)) => Some(PlantTag::parse(tag)?),
+            Some(_) => return Err(PlantError::NotAString("tag")),
+        };
+        Ok(Self {
+            id,
+            plant: Plant { name, tag },
+        })
+    }
+}
+
+/// The named fields of a body, kept raw so that each gets its own error, and
+/// the first field that appeared twice (serde would silently keep the last).
+#[derive(Default)]
+struct BodyFields {
+    id: Option<Value>,
+    name: Option<Value>,
+    tag: Option<Value>,
+    duplicate: Option<&'static str>,
+}
+
+impl<'de> Deserialize<'de> for BodyFields {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        deserializer.deserialize_map(BodyFieldsVisitor)
+    }
+}
+
+struct BodyFieldsVisitor;
+
+impl<'de> Visitor<'de> for BodyFieldsVisitor {
+    type Value = BodyFields;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("a JSON object")
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<BodyFields, A::Error> {
+        let mut fields = BodyFields::default();
+        while let Some(key) = map.next_key::<std::borrow::Cow<'de, str>>()? {
+            let (name, slot) = match key.as_ref() {
+                "id" => ("id", &mut fields.id),
+                "name" => ("name", &mut fields.name),
+                "tag" => ("tag", &mut fields.tag),
+                _ => {
+                    map.next_value::<IgnoredAny>()?;
+                    continue;
+                }
+            };
+            let value = map.next_value::<Value>()?;
+            if slot.replace(value).is_some() && fields.duplicate.is_none() {
+                fields.duplicate = Some(name);
+            }
+        }
+        Ok(fields)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(body: &str) -> Result<NewPlant, PlantError> {
+        NewPlant::from_json(body.as_bytes())
+    }
+
+    #[test]
+    fn a_full_body_parses() {
+        let plant = parse(r#"{"id": 7, "name": "Fern", "tag": "green", "extra": [1]}"#).unwrap();
+        assert_eq!(plant.id, PlantId::new(7));
+        assert_eq!(plant.plant.name.as_str(), "Fern");
+        assert_eq!(plant.plant.tag.unwrap().as_str(), "green");
+    }
+
+    #[test]
+    fn a_null_tag_is_absent() {
+        assert_eq!(
+            parse(r#"{"id": 1, "name": "Fern", "tag": null}"#)
+                .unwrap()
+                .plant
+                .tag,
+            None
+        );
+    }
+
+    #[test]
+    fn ids_must_be_int64_integers() {
+        for id in [
+            "1.5",
+            "\"7\"",
+            "1e3",
+            "9223372036854775808",
+            "-9223372036854775809",
+            "1.0",
+        ] {
+            let body = format!(r#"{{"id": {id}, "name": "Fern"}}"#);
+            assert_eq!(parse(&body), Err(PlantError::InvalidId), "id {id}");
+        }
+        let extremes = [i64::MIN, i64::MAX];
+        for id in extremes {
+            let body = format!(r#"{{"id": {id}, "name": "Fern"}}"#);
+            assert_eq!(parse(&body).unwrap().id.get(), id);
+        }
+    }
+
+    #[test]
+    fn name_and_tag_limits() {
+        let name_at_limit = "n".repeat(256);
+        assert!(parse(&format!(r#"{{"id":1,"name":"{name_at_limit}"}}"#)).is_ok());
+        let too_long = "n".repeat(257);
+        assert_eq!(
+            parse(&format!(r#"{{"id":1,"name":"{too_long}"}}"#)),
+            Err(PlantError::Length {
+                field: "name",
+                max: 256
+            })
+        );
+        assert_eq!(
+            parse(r#"{"id":1,"name":"   "}"#),
+            Err(PlantError::Blank("name"))
+        );
+        assert_eq!(
+            parse(r#"{"id":1,"name":"a\u0007b"}"#),
+            Err(PlantError::ControlCharacter("name"))
+        );
+        assert_eq!(
+            parse(r#"{"id":1,"name":"x","tag":""}"#),
+            Err(PlantError::Length {
+                field: "tag",
+                max: 64
+            })
+        );
+        // Limits count characters, not bytes.
+        let wide_tag = "é".repeat(64);
+        assert!(parse(&format!(r#"{{"id":1,"name":"x","tag":"{wide_tag}"}}"#)).is_ok());
+    }
+
+    #[test]
+    fn structural_errors() {
+        assert_eq!(parse("[1]"), Err(PlantError::NotAnObject));
+        assert_eq!(parse("\"x\""), Err(PlantError::NotAnObject));
+        assert!(matches!(parse("{"), Err(PlantError::NotJson(_))));
+        assert_eq!(
+            parse(r#"{"name":"x"}"#),
+            Err(PlantError::MissingField("id"))
+        );
+        assert_eq!(parse(r#"{"id":1}"#), Err(PlantError::MissingField("name")));
+        assert_eq!(
+            parse(r#"{"id":1,"name":5}"#),
+            Err(PlantError::NotAString("name"))
+        );
+        assert_eq!(
+            parse(r#"{"id":1,"name":"a","id":2}"#),
+            Err(PlantError::DuplicateField("id"))
+        );
+    }
+
+    #[test]
+    fn limits() {
+        assert_eq!(Limit::parse("1"), Some(Limit(1)));
+        assert_eq!(Limit::parse("1000"), Some(Limit(1000)));
+        assert_eq!(Limit::parse("0010"), Some(Limit(10)));
+        for bad in [
+            "", "0", "1001", "-1", "+5", "1.5", "1e2", "ten", "00001", " 5",
+        ] {
+            assert_eq!(Limit::parse(bad), None, "limit {bad:?}");
+        }
+    }
+
+    #[test]
+    fn a_plant_without_tag_serialises_without_the_key() {
+        let plant = parse(r#"{"id":1,"name":"Fern"}"#).unwrap().plant;
+        assert_eq!(serde_json::to_string(&plant).unwrap(), r#"{"name":"Fern"}"#);
+    }
+}

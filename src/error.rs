@@ -1,0 +1,160 @@
+//! The one error type of the API, and the one place where an error becomes the
+//! contract's Error body `{ "error": <status>, "message": <sentence> }`.
+
+use lambda_http::http::header::{ALLOW, RETRY_AFTER, WWW_AUTHENTICATE};
+use lambda_http::http::{HeaderValue, StatusCode};
+use lambda_http::{Body, Response};
+use serde::Serialize;
+
+use crate::auth::AuthError;
+use crate::domain::{PlantError, PlantId};
+use crate::http::{MAX_BODY_BYTES, json_response};
+use crate::store::StoreError;
+
+const CHALLENGE: &str = r#"Bearer realm="plants""#;
+const CHALLENGE_INVALID_TOKEN: &str = r#"Bearer realm="plants", error="invalid_token""#;
+const CHALLENGE_INVALID_REQUEST: &str = r#"Bearer realm="plants", error="invalid_request""#;
+/// Seconds a client should wait before retrying when the store is unavailable.
+const RETRY_AFTER_SECONDS: &str = "1";
+
+#[derive(Debug)]
+pub enum ApiError {
+    InvalidBody(PlantError),
+    InvalidQuery(String),
+    Auth(AuthError),
+    NotFound,
+    MethodNotAllowed {
+        method: String,
+    },
+    Conflict(PlantId),
+    PayloadTooLarge,
+    UnsupportedMediaType,
+    /// The store is throttled, timed out or unreachable after retries.
+    Unavailable(String),
+    /// Anything else; the detail goes to the log only.
+    Internal(String),
+}
+
+#[derive(Serialize)]
+struct ErrorBody<'a> {
+    error: u16,
+    message: &'a str,
+}
+
+impl ApiError {
+    pub fn status(&self) -> StatusCode {
+        match self {
+            Self::InvalidBody(_) | Self::InvalidQuery(_) => StatusCode::BAD_REQUEST,
+            Self::Auth(AuthError::RepeatedHeader) => StatusCode::BAD_REQUEST,
+            Self::Auth(_) => StatusCode::UNAUTHORIZED,
+            Self::NotFound => StatusCode::NOT_FOUND,
+            Self::MethodNotAllowed { .. } => StatusCode::METHOD_NOT_ALLOWED,
+            Self::Conflict(_) => StatusCode::CONFLICT,
+            Self::PayloadTooLarge => StatusCode::PAYLOAD_TOO_LARGE,
+            Self::UnsupportedMediaType => StatusCode::UNSUPPORTED_MEDIA_TYPE,
+            Self::Unavailable(_) => StatusCode::SERVICE_UNAVAILABLE,
+            Self::Internal(_) => StatusCode::INTERNAL_SERVER_ERROR,
+        }
+    }
+
+    /// What is logged beside the response: the internal detail, never sent.
+    pub fn log_detail(&self) -> Option<&str> {
+        match self {
+            Self::Unavailable(detail) | Self::Internal(detail) => Some(detail),
+            _ => None,
+        }
+    }
+
+    fn message(&self) -> String {
+        match self {
+            Self::InvalidBody(error) => error.to_string(),
+            Self::InvalidQuery(message) => message.clone(),
+            Self::Auth(AuthError::MissingToken) => {
+                "The Authorization header must carry a Bearer token.".into()
+            }
+            Self::Auth(AuthError::RepeatedHeader) => {
+                "Send exactly one Authorization header.".into()
+            }
+            Self::Auth(AuthError::Expired) => {
+                "The bearer token in the Authorization header has expired.".into()
+            }
+            Self::Auth(AuthError::InvalidToken) => {
+                "The bearer token in the Authorization header is not valid.".into()
+            }
+            Self::NotFound => "No resource exists at this path.".into(),
+            Self::MethodNotAllowed { method } => {
+                format!("The method {method} is not allowed on /plants; use GET or POST.")
+            }
+            Self::Conflict(id) => {
+                format!("A plant with id {id} already exists with a different name or tag.")
+            }
+            Self::PayloadTooLarge => {
+                format!("The request body must not exceed {MAX_BODY_BYTES} bytes.")
+            }
+            Self::UnsupportedMediaType => {
+                "The Content-Type header must be application/json.".into()
+            }
+            Self::Unavailable(_) => {
+                "The plant store is busy or unreachable; retry after the Retry-After delay.".into()
+            }
+            Self::Internal(_) => "An unexpected error occurred; it has been logged.".into(),
+        }
+    }
+
+    pub fn into_response(self) -> Response<Body> {
+        let status = self.status();
+        let message = self.message();
+        let body = ErrorBody {
+            error: status.as_u16(),
+            message: &message,
+        };
+        let mut response = json_response(status, &body);
+        let headers = response.headers_mut();
+        match self {
+            Self::Auth(AuthError::MissingToken) => {
+                headers.insert(WWW_AUTHENTICATE, HeaderValue::from_static(CHALLENGE));
+            }
+            Self::Auth(AuthError::RepeatedHeader) => {
+                headers.insert(
+                    WWW_AUTHENTICATE,
+                    HeaderValue::from_static(CHALLENGE_INVALID_REQUEST),
+                );
+            }
+            Self::Auth(_) => {
+                headers.insert(
+                    WWW_AUTHENTICATE,
+                    HeaderValue::from_static(CHALLENGE_INVALID_TOKEN),
+                );
+            }
+            Self::MethodNotAllowed { .. } => {
+                headers.insert(ALLOW, HeaderValue::from_static("GET, POST"));
+            }
+            Self::Unavailable(_) => {
+                headers.insert(RETRY_AFTER, HeaderValue::from_static(RETRY_AFTER_SECONDS));
+            }
+            _ => {}
+        }
+        response
+    }
+}
+
+impl From<PlantError> for ApiError {
+    fn from(error: PlantError) -> Self {
+        Self::InvalidBody(error)
+    }
+}
+
+impl From<AuthError> for ApiError {
+    fn from(error: AuthError) -> Self {
+        Self::Auth(error)
+    }
+}
+
+impl From<StoreError> for ApiError {
+    fn from(error: StoreError) -> Self {
+        match error {
+            StoreError::Unavailable(detail) => Self::Unavailable(detail),
+            StoreError::Unexpected(detail) => Self::Internal(detail),
+        }
+    }
+}

@@ -1,0 +1,167 @@
+//! The HTTP edge: routing, content negotiation, status codes and headers.
+//! One handler serves API Gateway REST (v1) and HTTP API (v2) events, Lambda
+//! function URLs and `cargo lambda watch` alike.
+
+use std::time::Instant;
+
+use lambda_http::http::header::CONTENT_TYPE;
+use lambda_http::http::{HeaderMap, HeaderValue, Method, StatusCode};
+use lambda_http::request::RequestContext;
+use lambda_http::{Body, Request, RequestExt, Response};
+use serde::Serialize;
+
+use crate::auth::Verifier;
+use crate::domain::{Limit, NewPlant};
+use crate::error::ApiError;
+use crate::store::{Created, PlantStore};
+
+/// Request bodies larger than this are refused with 413.
+pub const MAX_BODY_BYTES: usize = 16 * 1024;
+const PLANTS_PATH: &str = "/plants";
+
+/// The Plant Store API: the handler that production and the tests both run.
+pub struct PlantApi {
+    verifier: Verifier,
+    store: PlantStore,
+}
+
+impl PlantApi {
+    pub fn new(verifier: Verifier, store: PlantStore) -> Self {
+        Self { verifier, store }
+    }
+
+    /// Answers one request. Every outcome, errors included, is a response:
+    /// the function itself never fails an invocation.
+    pub async fn handle(&self, request: Request) -> Response<Body> {
+        let started = Instant::now();
+        let request_id = request
+            .lambda_context_ref()
+            .map(|context| context.request_id.clone());
+        let request_id = request_id.as_deref().unwrap_or("-");
+        let response = match self.dispatch(&request).await {
+            Ok(response) => response,
+            Err(error) => {
+                if let Some(detail) = error.log_detail() {
+                    tracing::error!(request_id, status = error.status().as_u16(), detail);
+                }
+                error.into_response()
+            }
+        };
+        tracing::info!(
+            request_id,
+            method = %request.method(),
+            path = request.uri().path(),
+            status = response.status().as_u16(),
+            latency_ms = started.elapsed().as_secs_f64() * 1000.0,
+            "request"
+        );
+        response
+    }
+
+    async fn dispatch(&self, request: &Request) -> Result<Response<Body>, ApiError> {
+        if route_path(request) != PLANTS_PATH {
+            return Err(ApiError::NotFound);
+        }
+        match *request.method() {
+            Method::GET => self.list_plants(request).await,
+            Method::POST => self.create_plant(request).await,
+            _ => Err(ApiError::MethodNotAllowed {
+                method: request.method().to_string(),
+            }),
+        }
+    }
+
+    async fn create_plant(&self, request: &Request) -> Result<Response<Body>, ApiError> {
+        let owner = self.verifier.authenticate(request.headers()).await?;
+        require_json_content_type(request.headers())?;
+        let body: &[u8] = request.body().as_ref();
+        if body.len() > MAX_BODY_BYTES {
+            return Err(ApiError::PayloadTooLarge);
+        }
+        let new = NewPlant::from_json(body)?;
+        match self.store.create(&owner, &new).await? {
+            Created::New => Ok(json_response(StatusCode::OK, &new.plant)),
+            // The same plant again: a safe retry, answered as the first time.
+            Created::AlreadyStored(stored) if stored == new.plant => {
+                Ok(json_response(StatusCode::OK, &stored))
+            }
+            Created::AlreadyStored(_) => Err(ApiError::Conflict(new.id)),
+        }
+    }
+
+    async fn list_plants(&self, request: &Request) -> Result<Response<Body>, ApiError> {
+        let owner = self.verifier.authenticate(request.headers()).await?;
+        let limit = limit_parameter(request)?;
+        let plants = self.store.list(&owner, limit).await?;
+        Ok(json_response(StatusCode::OK, &plants))
+    }
+}
+
+/// A JSON response: every response of the API is built here.
+pub(crate) fn json_response(status: StatusCode, body: &impl Serialize) -> Response<Body> {
+    // Serialising our plain structs of strings and numbers cannot fail.
+    let json = serde_json::to_string(body).unwrap_or_default();
+    let mut response = Response::new(Body::Text(json));
+    *response.status_mut() = status;
+    response
+        .headers_mut()
+        .insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
+    response
+}
+
+/// The path the route is matched on: the event's own path, without the API
+/// Gateway stage prefix (present in REST and named-stage HTTP API events) and
+/// without a trailing slash.
+fn route_path(request: &Request) -> &str {
+    let raw = match request.raw_http_path() {
+        "" => request.uri().path(),
+        raw => raw,
+    };
+    let unstaged = stage(request)
+        .and_then(|stage| raw.strip_prefix('/')?.strip_prefix(stage))
+        .filter(|rest| rest.len() > 1 && rest.starts_with('/'))
+        .unwrap_or(raw);
+    match unstaged.strip_suffix('/') {
+        Some(trimmed) if !trimmed.is_empty() => trimmed,
+        _ => unstaged,
+    }
+}
+
+fn stage(request: &Request) -> Option<&str> {
+    match request.request_context_ref()? {
+        RequestContext::ApiGatewayV1(context) => context.stage.as_deref(),
+        RequestContext::ApiGatewayV2(context) => context.stage.as_deref(),
+        _ => None,
+    }
+}
+
+/// `application/json`, with any parameters; a missing Content-Type is read as JSON.
+fn require_json_content_type(headers: &HeaderMap) -> Result<(), ApiError> {
+    let Some(value) = headers.get(CONTENT_TYPE) else {
+        return Ok(());
+    };
+    let media_type = value
+        .to_str()
+        .ok()
+        .and_then(|value| value.split(';').next());
+    match media_type.map(str::trim) {
+        Some(media_type) if media_type.eq_ignore_ascii_case("application/json") => Ok(()),
+        _ => Err(ApiError::UnsupportedMediaType),
+    }
+}
+
+fn limit_parameter(request: &Request) -> Result<Limit, ApiError> {
+    let query = request.query_string_parameters_ref();
+    match query.and_then(|query| query.all("limit")).as_deref() {
+        None => Ok(Limit::DEFAULT),
+        Some([value]) => Limit::parse(value).ok_or_else(|| {
+            ApiError::InvalidQuery(format!(
+                "The query parameter `limit` must be an integer from 1 to {}.",
+                Limit::MAX
+            ))
+        }),
+        Some(_) => Err(ApiError::InvalidQuery(
+            "The query parameter `limit` must be given at most once.".into(),
+        )),
+    }
+}

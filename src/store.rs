@@ -1,0 +1,209 @@
+//! The DynamoDB adapter: the only module that knows the table's layout.
+//!
+//! Layout: partition key `owner` (S, the token's `sub`), sort key `id` (N),
+//! attributes `name` (S) and `tag` (S, absent when the plant has none).
+
+use std::collections::HashMap;
+
+use aws_sdk_dynamodb::Client;
+use aws_sdk_dynamodb::error::{DisplayErrorContext, ProvideErrorMetadata, SdkError};
+use aws_sdk_dynamodb::operation::create_table::CreateTableError;
+use aws_sdk_dynamodb::operation::put_item::PutItemError;
+use aws_sdk_dynamodb::types::{
+    AttributeDefinition, AttributeValue, BillingMode, KeySchemaElement, KeyType,
+    ReturnValuesOnConditionCheckFailure, ScalarAttributeType,
+};
+
+use crate::domain::{Limit, NewPlant, Owner, Plant, PlantName, PlantTag};
+
+type Item = HashMap<String, AttributeValue>;
+
+/// DynamoDB error codes that mean "try again later", not "this request is wrong".
+const RETRYABLE_CODES: [&str; 3] = [
+    "ProvisionedThroughputExceededException",
+    "ThrottlingException",
+    "RequestLimitExceeded",
+];
+
+/// A store failure, classified once here. The detail is for the log only.
+#[derive(Debug)]
+pub enum StoreError {
+    /// Throttled, timed out or unreachable after the SDK's retries.
+    Unavailable(String),
+    /// Anything else, including data in the table that is not a valid plant.
+    Unexpected(String),
+}
+
+impl<E, R> From<SdkError<E, R>> for StoreError
+where
+    E: ProvideErrorMetadata + std::error::Error + 'static,
+    R: std::fmt::Debug,
+{
+    fn from(error: SdkError<E, R>) -> Self {
+        let detail = DisplayErrorContext(&error).to_string();
+        let unavailable = match &error {
+            SdkError::TimeoutError(_) | SdkError::DispatchFailure(_) => true,
+            SdkError::ServiceError(service) => service
+                .err()
+                .code()
+                .is_some_and(|code| RETRYABLE_CODES.contains(&code)),
+            _ => false,
+        };
+        if unavailable {
+            Self::Unavailable(detail)
+        } else {
+            Self::Unexpected(detail)
+        }
+    }
+}
+
+/// The answer to a create: the plant is new, or a plant already has that id.
+#[derive(Debug)]
+pub enum Created {
+    New,
+    AlreadyStored(Plant),
+}
+
+#[derive(Clone)]
+pub struct PlantStore {
+    client: Client,
+    table: String,
+}
+
+impl PlantStore {
+    pub fn new(client: Client, table: impl Into<String>) -> Self {
+        Self {
+            client,
+            table: table.into(),
+        }
+    }
+
+    /// Stores a plant unless the owner already has one with that id; never
+    /// overwrites. On a conflict the stored plant comes back from the failed
+    /// condition itself (no second read).
+    pub async fn create(&self, owner: &Owner, new: &NewPlant) -> Result<Created, StoreError> {
+        let mut item = Item::from([
+            (
+                "owner".to_owned(),
+                AttributeValue::S(owner.as_str().to_owned()),
+            ),
+            ("id".to_owned(), AttributeValue::N(new.id.to_string())),
+            (
+                "name".to_owned(),
+                AttributeValue::S(new.plant.name.as_str().to_owned()),
+            ),
+        ]);
+        if let Some(tag) = &new.plant.tag {
+            item.insert("tag".to_owned(), AttributeValue::S(tag.as_str().to_owned()));
+        }
+        let result = self
+            .client
+            .put_item()
+            .table_name(&self.table)
+            .set_item(Some(item))
+            .condition_expression("attribute_not_exists(#id)")
+            .expression_attribute_names("#id", "id")
+            .return_values_on_condition_check_failure(ReturnValuesOnConditionCheckFailure::AllOld)
+            .send()
+            .await;
+        if let Err(SdkError::ServiceError(service)) = &result
+            && let PutItemError::ConditionalCheckFailedException(conflict) = service.err()
+        {
+            let stored = conflict.item().ok_or_else(|| {
+                StoreError::Unexpected("condition failed without the stored item".into())
+            })?;
+            return Ok(Created::AlreadyStored(plant_from_item(stored)?));
+        }
+        result?;
+        Ok(Created::New)
+    }
+
+    /// The owner's plants in ascending id order, at most `limit` of them.
+    /// Only the owner's partition is read; DynamoDB pages at 1 MB, so this
+    /// keeps querying until it has `limit` plants or the partition ends.
+    pub async fn list(&self, owner: &Owner, limit: Limit) -> Result<Vec<Plant>, StoreError> {
+        let wanted = limit.get();
+        let mut plants = Vec::with_capacity(wanted);
+        let mut start_key = None;
+        loop {
+            let remaining = i32::try_from(wanted - plants.len()).unwrap_or(i32::MAX);
+            let page = self
+                .client
+                .query()
+                .table_name(&self.table)
+                .key_condition_expression("#owner = :owner")
+                .expression_attribute_names("#owner", "owner")
+                .expression_attribute_values(":owner", AttributeValue::S(owner.as_str().to_owned()))
+                .scan_index_forward(true)
+                .limit(remaining)
+                .set_exclusive_start_key(start_key)
+                .send()
+                .await?;
+            for item in page.items() {
+                plants.push(plant_from_item(item)?);
+            }
+            match page.last_evaluated_key {
+                Some(key) if plants.len() < wanted => start_key = Some(key),
+                _ => return Ok(plants),
+            }
+        }
+    }
+}
+
+/// Reads a stored item back through the domain's constructors: the table is
+/// trusted no more than a request body.
+fn plant_from_item(item: &Item) -> Result<Plant, StoreError> {
+    let text = |attribute: &str| {
+        item.get(attribute)
+            .and_then(|value| value.as_s().ok())
+            .cloned()
+    };
+    let corrupt = |what: &str| StoreError::Unexpected(format!("stored item has {what}"));
+    let name = text("name").ok_or_else(|| corrupt("no string name"))?;
+    let name = PlantName::parse(name).map_err(|_| corrupt("an invalid name"))?;
+    let tag = match text("tag") {
+        Some(tag) => Some(PlantTag::parse(tag).map_err(|_| corrupt("an invalid tag"))?),
+        None => None,
+    };
+    Ok(Plant { name, tag })
+}
+
+/// Creates the plants table with the layout above, as the SAM template
+/// does; for DynamoDB Local (the local stack and the tests). A table that
+/// already exists is left as it is.
+pub async fn create_table(client: &Client, table: &str) -> Result<(), StoreError> {
+    let key = |name: &str, key_type| {
+        KeySchemaElement::builder()
+            .attribute_name(name)
+            .key_type(key_type)
+            .build()
+    };
+    let attribute = |name: &str, kind| {
+        AttributeDefinition::builder()
+            .attribute_name(name)
+            .attribute_type(kind)
+            .build()
+    };
+    let result = client
+        .create_table()
+        .table_name(table)
+        .billing_mode(BillingMode::PayPerRequest)
+        .key_schema(key("owner", KeyType::Hash).map_err(build_error)?)
+        .key_schema(key("id", KeyType::Range).map_err(build_error)?)
+        .attribute_definitions(attribute("owner", ScalarAttributeType::S).map_err(build_error)?)
+        .attribute_definitions(attribute("id", ScalarAttributeType::N).map_err(build_error)?)
+        .send()
+        .await;
+    match result {
+        Err(SdkError::ServiceError(service))
+            if matches!(service.err(), CreateTableError::ResourceInUseException(_)) =>
+        {
+            Ok(())
+        }
+        other => other.map(|_| ()).map_err(StoreError::from),
+    }
+}
+
+fn build_error(error: aws_sdk_dynamodb::error::BuildError) -> StoreError {
+    StoreError::Unexpected(error.to_string())
+}
