@@ -1,0 +1,114 @@
+//! Local development tool; never deployed. Subcommands:
+//!
+//! - `keygen --dir DIR`: creates `DIR/signing-key.pem` (Ed25519) unless it
+//!   exists, and writes its public key set to `DIR/jwks.json`.
+//! - `token --dir DIR --sub SUB [--ttl SECONDS]`: prints a token signed with
+//!   that key, for `AUTH_ISSUER` (and `AUTH_AUDIENCE` when set).
+//! - `create-table --name TABLE`: creates the plants table (for DynamoDB Local,
+//!   through `AWS_ENDPOINT_URL_DYNAMODB`); an existing table is left as it is.
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::{env, fs, process};
+
+use aws_config::BehaviorVersion;
+use jsonwebtoken::Algorithm;
+use plant_store::devkeys::DevKey;
+use plant_store::store::create_table;
+
+const USAGE: &str = "usage: plant-store-dev keygen --dir DIR
+       plant-store-dev token --dir DIR --sub SUB [--ttl SECONDS]
+       plant-store-dev create-table --name TABLE";
+const KEY_FILE: &str = "signing-key.pem";
+const JWKS_FILE: &str = "jwks.json";
+const DEFAULT_TTL_SECONDS: &str = "3600";
+
+#[tokio::main(flavor = "current_thread")]
+async fn main() {
+    let mut args = env::args().skip(1);
+    let command = args.next().unwrap_or_default();
+    let options = parse_options(args).unwrap_or_else(|message| fail(&message));
+    let option = |name: &str| options.get(name).cloned();
+    let required =
+        |name: &str| option(name).unwrap_or_else(|| fail(&format!("--{name} is required")));
+    let result = match command.as_str() {
+        "keygen" => keygen(&PathBuf::from(required("dir"))),
+        "token" => token(
+            &PathBuf::from(required("dir")),
+            &required("sub"),
+            &option("ttl").unwrap_or_else(|| DEFAULT_TTL_SECONDS.into()),
+        ),
+        "create-table" => create(&required("name")).await,
+        _ => Err(USAGE.to_owned()),
+    };
+    if let Err(message) = result {
+        fail(&message);
+    }
+}
+
+fn fail(message: &str) -> ! {
+    eprintln!("plant-store-dev: {message}");
+    process::exit(2);
+}
+
+fn parse_options(args: impl Iterator<Item = String>) -> Result<HashMap<String, String>, String> {
+    let mut options = HashMap::new();
+    let mut args = args.peekable();
+    while let Some(flag) = args.next() {
+        let name = flag
+            .strip_prefix("--")
+            .ok_or_else(|| format!("unexpected argument {flag}\n{USAGE}"))?;
+        let value = args
+            .next()
+            .ok_or_else(|| format!("--{name} needs a value"))?;
+        options.insert(name.to_owned(), value);
+    }
+    Ok(options)
+}
+
+fn keygen(dir: &Path) -> Result<(), String> {
+    fs::create_dir_all(dir).map_err(|error| format!("cannot create {}: {error}", dir.display()))?;
+    let key_path = dir.join(KEY_FILE);
+    let key = match fs::read_to_string(&key_path) {
+        Ok(pem) => DevKey::from_pkcs8_pem(Algorithm::EdDSA, &pem)?,
+        Err(_) => {
+            let key = DevKey::generate(Algorithm::EdDSA)?;
+            fs::write(&key_path, key.pkcs8_pem())
+                .map_err(|error| format!("cannot write {}: {error}", key_path.display()))?;
+            key
+        }
+    };
+    let jwks_path = dir.join(JWKS_FILE);
+    fs::write(&jwks_path, DevKey::jwks_json(&[&key]))
+        .map_err(|error| format!("cannot write {}: {error}", jwks_path.display()))?;
+    println!("{}", key.kid());
+    Ok(())
+}
+
+fn token(dir: &Path, sub: &str, ttl: &str) -> Result<(), String> {
+    let ttl: u64 = ttl
+        .parse()
+        .map_err(|_| "--ttl must be a number of seconds".to_owned())?;
+    let key_path = dir.join(KEY_FILE);
+    let pem = fs::read_to_string(&key_path).map_err(|error| {
+        format!(
+            "cannot read {} (run keygen first): {error}",
+            key_path.display()
+        )
+    })?;
+    let key = DevKey::from_pkcs8_pem(Algorithm::EdDSA, &pem)?;
+    let issuer = env::var("AUTH_ISSUER").map_err(|_| "AUTH_ISSUER must be set".to_owned())?;
+    let audience = env::var("AUTH_AUDIENCE")
+        .ok()
+        .filter(|value| !value.is_empty());
+    println!("{}", key.token(&issuer, audience.as_deref(), sub, ttl)?);
+    Ok(())
+}
+
+async fn create(table: &str) -> Result<(), String> {
+    let sdk_config = aws_config::load_defaults(BehaviorVersion::latest()).await;
+    let client = aws_sdk_dynamodb::Client::new(&sdk_config);
+    create_table(&client, table)
+        .await
+        .map_err(|error| format!("cannot create table {table}: {error:?}"))
+}
