@@ -1,0 +1,330 @@
+//! The contract, row by row, through the production handler and a real
+//! DynamoDB Local: status, headers, body, and what is in the table afterwards.
+
+mod common;
+
+use common::{HttpRequest, TestApp, bearer};
+use serde_json::json;
+
+#[tokio::test]
+async fn post_creates_a_plant_and_answers_it_without_the_id() {
+    let app = TestApp::new().await;
+    let response = app
+        .post(
+            &bearer("alice"),
+            r#"{"id": 7, "name": "Fern", "tag": "green"}"#,
+        )
+        .await;
+    assert_eq!(response.status, 200);
+    assert_eq!(response.header("content-type"), Some("application/json"));
+    assert_eq!(response.body, json!({"name": "Fern", "tag": "green"}));
+    assert_eq!(
+        app.stored_items().await,
+        vec![json!({"owner": "alice", "id": 7, "name": "Fern", "tag": "green"})]
+    );
+}
+
+#[tokio::test]
+async fn a_plant_without_tag_has_no_tag_key_and_null_means_absent() {
+    let app = TestApp::new().await;
+    let response = app
+        .post(
+            &bearer("alice"),
+            r#"{"id": 1, "name": "Moss", "tag": null}"#,
+        )
+        .await;
+    assert_eq!(response.status, 200);
+    assert_eq!(response.body, json!({"name": "Moss"}));
+    let listed = app.get(&bearer("alice"), "").await;
+    assert_eq!(listed.body, json!([{"name": "Moss"}]));
+    assert_eq!(
+        app.stored_items().await,
+        vec![json!({"owner": "alice", "id": 1, "name": "Moss"})]
+    );
+}
+
+#[tokio::test]
+async fn fields_the_contract_does_not_name_are_ignored_and_never_stored() {
+    let app = TestApp::new().await;
+    let body = r#"{"id": 3, "name": "Ivy", "owner": "mallory", "color": {"deep": [1, 2]}}"#;
+    let response = app.post(&bearer("alice"), body).await;
+    assert_eq!(response.status, 200);
+    assert_eq!(response.body, json!({"name": "Ivy"}));
+    assert_eq!(
+        app.stored_items().await,
+        vec![json!({"owner": "alice", "id": 3, "name": "Ivy"})]
+    );
+}
+
+#[tokio::test]
+async fn a_repeated_identical_post_is_a_safe_retry_written_once() {
+    let app = TestApp::new().await;
+    let body = r#"{"id": 9, "name": "Aloe", "tag": "succulent"}"#;
+    let first = app.post(&bearer("alice"), body).await;
+    let second = app.post(&bearer("alice"), body).await;
+    assert_eq!((first.status, second.status), (200, 200));
+    assert_eq!(first.body, second.body);
+    assert_eq!(second.body, json!({"name": "Aloe", "tag": "succulent"}));
+    assert_eq!(app.stored_items().await.len(), 1);
+}
+
+#[tokio::test]
+async fn a_conflicting_post_gets_409_and_leaves_the_stored_plant_unchanged() {
+    let app = TestApp::new().await;
+    app.create(
+        "alice",
+        json!({"id": 9, "name": "Aloe", "tag": "succulent"}),
+    )
+    .await;
+    let stored_before = app.stored_items().await;
+    for body in [
+        r#"{"id": 9, "name": "Cactus", "tag": "succulent"}"#,
+        r#"{"id": 9, "name": "Aloe", "tag": "other"}"#,
+        r#"{"id": 9, "name": "Aloe"}"#,
+    ] {
+        let response = app.post(&bearer("alice"), body).await;
+        response.assert_error(409, "id 9");
+    }
+    assert_eq!(app.stored_items().await, stored_before);
+}
+
+#[tokio::test]
+async fn owners_never_see_each_other_and_may_reuse_ids() {
+    let app = TestApp::new().await;
+    app.create("alice", json!({"id": 7, "name": "Alice's fern"}))
+        .await;
+    // The same id for another owner is a new plant, not a conflict.
+    let response = app
+        .post(&bearer("bob"), r#"{"id": 7, "name": "Bob's cactus"}"#)
+        .await;
+    assert_eq!(response.status, 200);
+    assert_eq!(
+        app.get(&bearer("alice"), "").await.body,
+        json!([{"name": "Alice's fern"}])
+    );
+    assert_eq!(
+        app.get(&bearer("bob"), "").await.body,
+        json!([{"name": "Bob's cactus"}])
+    );
+    assert_eq!(app.get(&bearer("carol"), "").await.body, json!([]));
+    assert_eq!(app.stored_items().await.len(), 2);
+}
+
+#[tokio::test]
+async fn get_lists_in_ascending_id_order_up_to_limit() {
+    let app = TestApp::new().await;
+    for id in [30, -5, 10, 20, i64::MAX, i64::MIN] {
+        app.create("alice", json!({"id": id, "name": format!("plant {id}")}))
+            .await;
+    }
+    let all = app.get(&bearer("alice"), "limit=10").await;
+    assert_eq!(all.status, 200);
+    assert_eq!(all.header("content-type"), Some("application/json"));
+    let names: Vec<_> = all
+        .body
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| p["name"].clone())
+        .collect();
+    let expected: Vec<_> = [i64::MIN, -5, 10, 20, 30, i64::MAX]
+        .iter()
+        .map(|id| json!(format!("plant {id}")))
+        .collect();
+    assert_eq!(names, expected);
+    let first_two = app.get(&bearer("alice"), "limit=2").await;
+    assert_eq!(
+        first_two.body,
+        json!([{"name": format!("plant {}", i64::MIN)}, {"name": "plant -5"}])
+    );
+}
+
+#[tokio::test]
+async fn limit_defaults_to_100_and_allows_up_to_1000() {
+    let app = TestApp::new().await;
+    for id in 0..101 {
+        app.create("alice", json!({"id": id, "name": "p"})).await;
+    }
+    assert_eq!(
+        app.get(&bearer("alice"), "")
+            .await
+            .body
+            .as_array()
+            .unwrap()
+            .len(),
+        100
+    );
+    assert_eq!(
+        app.get(&bearer("alice"), "limit=1000")
+            .await
+            .body
+            .as_array()
+            .unwrap()
+            .len(),
+        101
+    );
+    assert_eq!(
+        app.get(&bearer("alice"), "limit=1")
+            .await
+            .body
+            .as_array()
+            .unwrap()
+            .len(),
+        1
+    );
+}
+
+#[tokio::test]
+async fn bad_limits_get_400_naming_limit() {
+    let app = TestApp::new().await;
+    for query in [
+        "limit=0",
+        "limit=-1",
+        "limit=1001",
+        "limit=1.5",
+        "limit=abc",
+        "limit=",
+        "limit=1e2",
+        "limit=%2B5",
+        "limit=5&limit=6",
+        "limit=99999999999999999999",
+    ] {
+        let response = app.get(&bearer("alice"), query).await;
+        assert_eq!(response.status, 400, "{query}");
+        response.assert_error(400, "`limit`");
+    }
+}
+
+#[tokio::test]
+async fn rejected_bodies_get_400_naming_the_problem_and_write_nothing() {
+    let app = TestApp::new().await;
+    let cases = [
+        (r#"{"name": "Fern"}"#, "`id`"),
+        (r#"{"id": 1}"#, "`name`"),
+        (r#"{"id": 1, "name": null}"#, "`name`"),
+        (r#"{"id": 1.5, "name": "Fern"}"#, "`id`"),
+        (r#"{"id": "7", "name": "Fern"}"#, "`id`"),
+        (r#"{"id": 1e3, "name": "Fern"}"#, "`id`"),
+        (r#"{"id": 9223372036854775808, "name": "Fern"}"#, "`id`"),
+        (r#"{"id": -9223372036854775809, "name": "Fern"}"#, "`id`"),
+        (r#"{"id": 1, "name": ""}"#, "`name`"),
+        (r#"{"id": 1, "name": "   "}"#, "`name`"),
+        (r#"{"id": 1, "name": "a\u0000b"}"#, "`name`"),
+        (r#"{"id": 1, "name": 42}"#, "`name`"),
+        (r#"{"id": 1, "name": "Fern", "tag": ""}"#, "`tag`"),
+        (r#"{"id": 1, "name": "Fern", "tag": 5}"#, "`tag`"),
+        (r#"{"id": 1, "name": "Fern", "tag": "a\nb"}"#, "`tag`"),
+        (r#"{"id": 1, "name": "Fern", "name": "Ivy"}"#, "`name`"),
+        ("[1, 2]", "JSON object"),
+        (r#""plant""#, "JSON object"),
+        ("not json", "not valid JSON"),
+        (r#"{"id": 1, "name": "Fern""#, "not valid JSON"),
+        ("", "not valid JSON"),
+    ];
+    for (body, mentions) in cases {
+        let response = app.post(&bearer("alice"), body).await;
+        assert_eq!(response.status, 400, "body {body:?}: {}", response.body);
+        response.assert_error(400, mentions);
+    }
+    let too_long_name = json!({"id": 1, "name": "n".repeat(257)}).to_string();
+    app.post(&bearer("alice"), &too_long_name)
+        .await
+        .assert_error(400, "`name`");
+    let too_long_tag = json!({"id": 1, "name": "Fern", "tag": "t".repeat(65)}).to_string();
+    app.post(&bearer("alice"), &too_long_tag)
+        .await
+        .assert_error(400, "`tag`");
+    assert_eq!(app.stored_items().await, Vec::<serde_json::Value>::new());
+}
+
+#[tokio::test]
+async fn content_type_must_be_json_and_a_missing_one_is_read_as_json() {
+    let app = TestApp::new().await;
+    for content_type in [
+        "text/plain",
+        "application/xml",
+        "application/jsonx",
+        "multipart/form-data",
+    ] {
+        let request = HttpRequest::new("POST", "/plants")
+            .header("authorization", &bearer("alice"))
+            .header("content-type", content_type)
+            .body(r#"{"id": 1, "name": "Fern"}"#)
+            .build();
+        app.send(request).await.assert_error(415, "Content-Type");
+    }
+    assert_eq!(app.stored_items().await.len(), 0);
+    for (id, content_type) in [
+        (1, Some("application/json; charset=utf-8")),
+        (2, Some("Application/JSON")),
+        (3, None),
+    ] {
+        let mut request =
+            HttpRequest::new("POST", "/plants").header("authorization", &bearer("alice"));
+        if let Some(content_type) = content_type {
+            request = request.header("content-type", content_type);
+        }
+        let body = json!({"id": id, "name": "Fern"}).to_string();
+        let response = app.send(request.body(&body).build()).await;
+        assert_eq!(response.status, 200, "{content_type:?}");
+    }
+    assert_eq!(app.stored_items().await.len(), 3);
+}
+
+#[tokio::test]
+async fn bodies_over_16_kib_get_413_and_write_nothing() {
+    let app = TestApp::new().await;
+    // Exactly 16 KiB is accepted; one byte more is not.
+    let padding = |size: usize| {
+        let base = json!({"id": 1, "name": "Fern", "pad": ""})
+            .to_string()
+            .len();
+        json!({"id": 1, "name": "Fern", "pad": "x".repeat(size - base)}).to_string()
+    };
+    let at_limit = padding(16 * 1024);
+    assert_eq!(at_limit.len(), 16 * 1024);
+    assert_eq!(app.post(&bearer("alice"), &at_limit).await.status, 200);
+    let over = padding(16 * 1024 + 1);
+    let response = app.post(&bearer("bob"), &over).await;
+    response.assert_error(413, "16384 bytes");
+    let owners: Vec<_> = app
+        .stored_items()
+        .await
+        .iter()
+        .map(|item| item["owner"].clone())
+        .collect();
+    assert_eq!(owners, vec![json!("alice")]);
+}
+
+#[tokio::test]
+async fn unknown_paths_get_404_and_other_methods_405_with_allow() {
+    let app = TestApp::new().await;
+    for path in ["/", "/plant", "/plants/7", "/plantsx", "/v1/plants"] {
+        let request = HttpRequest::new("GET", path)
+            .header("authorization", &bearer("alice"))
+            .build();
+        app.send(request).await.assert_error(404, "path");
+    }
+    for method in ["PUT", "DELETE", "PATCH", "HEAD", "OPTIONS"] {
+        let request = HttpRequest::new(method, "/plants")
+            .header("authorization", &bearer("alice"))
+            .build();
+        let response = app.send(request).await;
+        response.assert_error(405, method);
+        assert_eq!(response.header("allow"), Some("GET, POST"));
+    }
+}
+
+#[tokio::test]
+async fn a_trailing_slash_is_the_same_path() {
+    let app = TestApp::new().await;
+    let request = HttpRequest::new("POST", "/plants/")
+        .header("authorization", &bearer("alice"))
+        .body(r#"{"id": 1, "name": "Fern"}"#)
+        .build();
+    assert_eq!(app.send(request).await.status, 200);
+    let request = HttpRequest::new("GET", "/plants/")
+        .header("authorization", &bearer("alice"))
+        .build();
+    assert_eq!(app.send(request).await.body, json!([{"name": "Fern"}]));
+}

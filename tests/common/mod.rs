@@ -1,0 +1,290 @@
+//! Shared test harness: a real DynamoDB Local (started by `scripts/test`), a
+//! fresh table per test, real signed tokens from keys generated for this run,
+//! and requests that go through the production handler as real events.
+#![allow(dead_code)] // each test binary uses its own part of the harness
+
+use std::sync::OnceLock;
+use std::sync::atomic::{AtomicU32, Ordering};
+
+use aws_config::BehaviorVersion;
+use aws_sdk_dynamodb::Client;
+use aws_sdk_dynamodb::types::AttributeValue;
+use jsonwebtoken::Algorithm;
+use lambda_http::http::HeaderMap;
+use lambda_http::{Body, Request, Response};
+use plant_store::auth::{KeySet, KeySource, Verifier};
+use plant_store::devkeys::DevKey;
+use plant_store::http::PlantApi;
+use plant_store::store::{PlantStore, create_table};
+use serde_json::{Value, json};
+
+pub const ISSUER: &str = "https://issuer.plant-store.test";
+pub const AUDIENCE: &str = "plant-store-tests";
+
+/// Keys generated once per test binary: one per accepted algorithm, all
+/// published in the JWKS the function is configured with.
+pub struct TestKeys {
+    pub eddsa: DevKey,
+    pub es256: DevKey,
+    pub rs256: DevKey,
+    pub jwks: String,
+}
+
+pub fn keys() -> &'static TestKeys {
+    static KEYS: OnceLock<TestKeys> = OnceLock::new();
+    KEYS.get_or_init(|| {
+        let eddsa = DevKey::generate(Algorithm::EdDSA).unwrap();
+        let es256 = DevKey::generate(Algorithm::ES256).unwrap();
+        let rs256 = DevKey::generate(Algorithm::RS256).unwrap();
+        let jwks = DevKey::jwks_json(&[&eddsa, &es256, &rs256]);
+        TestKeys {
+            eddsa,
+            es256,
+            rs256,
+            jwks,
+        }
+    })
+}
+
+/// A valid token for `sub` (EdDSA, one hour).
+pub fn token(sub: &str) -> String {
+    keys()
+        .eddsa
+        .token(ISSUER, Some(AUDIENCE), sub, 3600)
+        .unwrap()
+}
+
+pub fn bearer(sub: &str) -> String {
+    format!("Bearer {}", token(sub))
+}
+
+pub async fn dynamodb_client() -> Client {
+    assert!(
+        std::env::var_os("AWS_ENDPOINT_URL_DYNAMODB").is_some(),
+        "AWS_ENDPOINT_URL_DYNAMODB is not set: run the tests with scripts/test, which starts DynamoDB Local"
+    );
+    let config = aws_config::load_defaults(BehaviorVersion::latest()).await;
+    Client::new(&config)
+}
+
+fn unique_table_name() -> String {
+    static NEXT: AtomicU32 = AtomicU32::new(0);
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .subsec_nanos();
+    format!(
+        "plants-{}-{}-{nanos}",
+        std::process::id(),
+        NEXT.fetch_add(1, Ordering::Relaxed)
+    )
+}
+
+/// The function as production wires it, on a table of its own.
+pub struct TestApp {
+    pub api: PlantApi,
+    pub client: Client,
+    pub table: String,
+}
+
+impl TestApp {
+    pub async fn new() -> Self {
+        let client = dynamodb_client().await;
+        let table = unique_table_name();
+        create_table(&client, &table).await.unwrap();
+        let keys = KeySet::from_jwks_json(&keys().jwks).unwrap();
+        let verifier = Verifier::new(KeySource::Inline(keys), ISSUER, Some(AUDIENCE));
+        let api = PlantApi::new(verifier, PlantStore::new(client.clone(), &table));
+        Self { api, client, table }
+    }
+
+    pub async fn send(&self, request: Request) -> TestResponse {
+        TestResponse::from(self.api.handle(request).await)
+    }
+
+    pub async fn post(&self, authorization: &str, body: &str) -> TestResponse {
+        let request = HttpRequest::new("POST", "/plants")
+            .header("authorization", authorization)
+            .header("content-type", "application/json")
+            .body(body)
+            .build();
+        self.send(request).await
+    }
+
+    pub async fn get(&self, authorization: &str, query: &str) -> TestResponse {
+        let path = if query.is_empty() {
+            "/plants".to_owned()
+        } else {
+            format!("/plants?{query}")
+        };
+        let request = HttpRequest::new("GET", &path)
+            .header("authorization", authorization)
+            .build();
+        self.send(request).await
+    }
+
+    /// Creates a plant through the API and checks it was accepted.
+    pub async fn create(&self, owner: &str, body: Value) {
+        let response = self.post(&bearer(owner), &body.to_string()).await;
+        assert_eq!(response.status, 200, "seeding {body}: {:?}", response.body);
+    }
+
+    /// Every item in the table, read straight from DynamoDB: what the function
+    /// really stored, as `{owner, id, name, tag?}`, ordered by owner and id.
+    pub async fn stored_items(&self) -> Vec<Value> {
+        let mut items = Vec::new();
+        let mut start_key = None;
+        loop {
+            let page = self
+                .client
+                .scan()
+                .table_name(&self.table)
+                .set_exclusive_start_key(start_key)
+                .send()
+                .await
+                .unwrap();
+            for item in page.items() {
+                let mut row = serde_json::Map::new();
+                for (attribute, value) in item {
+                    let value = match value {
+                        AttributeValue::S(text) => json!(text),
+                        AttributeValue::N(number) => json!(number.parse::<i64>().unwrap()),
+                        other => panic!("unexpected attribute {attribute}: {other:?}"),
+                    };
+                    row.insert(attribute.clone(), value);
+                }
+                items.push(Value::Object(row));
+            }
+            match page.last_evaluated_key {
+                Some(key) => start_key = Some(key),
+                None => break,
+            }
+        }
+        items.sort_by_key(|item| (item["owner"].to_string(), item["id"].as_i64()));
+        items
+    }
+}
+
+/// A request as an HTTP API (v2) event, converted by lambda_http exactly as
+/// it converts the events Lambda delivers.
+pub struct HttpRequest {
+    method: String,
+    path: String,
+    query: String,
+    headers: Vec<(String, String)>,
+    body: Option<String>,
+}
+
+impl HttpRequest {
+    pub fn new(method: &str, path_and_query: &str) -> Self {
+        let (path, query) = path_and_query
+            .split_once('?')
+            .unwrap_or((path_and_query, ""));
+        Self {
+            method: method.to_owned(),
+            path: path.to_owned(),
+            query: query.to_owned(),
+            headers: Vec::new(),
+            body: None,
+        }
+    }
+
+    pub fn header(mut self, name: &str, value: &str) -> Self {
+        self.headers.push((name.to_owned(), value.to_owned()));
+        self
+    }
+
+    pub fn body(mut self, body: &str) -> Self {
+        self.body = Some(body.to_owned());
+        self
+    }
+
+    pub fn build(self) -> Request {
+        // API Gateway joins repeated headers with a comma in v2 events.
+        let mut headers = serde_json::Map::new();
+        for (name, value) in &self.headers {
+            let joined = match headers.get(name).and_then(Value::as_str) {
+                Some(previous) => format!("{previous},{value}"),
+                None => value.clone(),
+            };
+            headers.insert(name.clone(), json!(joined));
+        }
+        let event = json!({
+            "version": "2.0",
+            "routeKey": "$default",
+            "rawPath": self.path,
+            "rawQueryString": self.query,
+            "headers": headers,
+            "requestContext": {
+                "accountId": "123456789012",
+                "apiId": "api-id",
+                "domainName": "api-id.execute-api.us-east-1.amazonaws.com",
+                "domainPrefix": "api-id",
+                "http": {
+                    "method": self.method,
+                    "path": self.path,
+                    "protocol": "HTTP/1.1",
+                    "sourceIp": "192.0.2.1",
+                    "userAgent": "plant-store-tests"
+                },
+                "requestId": "test-request",
+                "routeKey": "$default",
+                "stage": "$default",
+                "time": "22/Nov/2026:10:00:00 +0000",
+                "timeEpoch": 1_795_000_000_000u64
+            },
+            "body": self.body,
+            "isBase64Encoded": false
+        });
+        lambda_http::request::from_str(&event.to_string()).unwrap()
+    }
+}
+
+/// A response with its body parsed as JSON.
+#[derive(Debug)]
+pub struct TestResponse {
+    pub status: u16,
+    pub headers: HeaderMap,
+    pub body: Value,
+}
+
+impl From<Response<Body>> for TestResponse {
+    fn from(response: Response<Body>) -> Self {
+        let status = response.status().as_u16();
+        let headers = response.headers().clone();
+        let body = match response.body() {
+            Body::Text(text) => serde_json::from_str(text).expect("the body is JSON"),
+            other => panic!("expected a text body, got {other:?}"),
+        };
+        Self {
+            status,
+            headers,
+            body,
+        }
+    }
+}
+
+impl TestResponse {
+    pub fn header(&self, name: &str) -> Option<&str> {
+        self.headers.get(name).map(|value| value.to_str().unwrap())
+    }
+
+    /// Asserts the contract's Error body: `error` equals the status, and the
+    /// message is a sentence that contains `mentions`.
+    pub fn assert_error(&self, status: u16, mentions: &str) {
+        assert_eq!(self.status, status, "body: {}", self.body);
+        assert_eq!(self.header("content-type"), Some("application/json"));
+        assert_eq!(self.body["error"], json!(status), "body: {}", self.body);
+        let message = self.body["message"].as_str().expect("message is a string");
+        assert!(
+            message.contains(mentions),
+            "message {message:?} should mention {mentions:?}"
+        );
+        assert_eq!(
+            self.body.as_object().unwrap().len(),
+            2,
+            "only error and message: {}",
+            self.body
+        );
+    }
+}
