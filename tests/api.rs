@@ -3,7 +3,9 @@
 
 mod common;
 
-use common::{HttpRequest, TestApp, bearer};
+use common::{HttpRequest, TestApp, TestResponse, bearer, dynamodb_client, verifier};
+use plant_store::http::PlantApi;
+use plant_store::store::PlantStore;
 use serde_json::json;
 
 #[tokio::test]
@@ -327,4 +329,35 @@ async fn a_trailing_slash_is_the_same_path() {
         .header("authorization", &bearer("alice"))
         .build();
     assert_eq!(app.send(request).await.body, json!([{"name": "Fern"}]));
+}
+
+#[tokio::test]
+async fn an_unexpected_store_error_is_a_generic_500_that_leaks_nothing() {
+    // A table that does not exist: DynamoDB Local answers ResourceNotFoundException.
+    let missing_table = "plants-table-that-does-not-exist";
+    let api = PlantApi::new(
+        verifier(),
+        PlantStore::new(dynamodb_client().await, missing_table),
+    );
+    let post = HttpRequest::new("POST", "/plants")
+        .header("authorization", &bearer("alice"))
+        .body(r#"{"id": 1, "name": "Fern"}"#)
+        .build();
+    let get = HttpRequest::new("GET", "/plants")
+        .header("authorization", &bearer("alice"))
+        .build();
+    for request in [post, get] {
+        let response = TestResponse::from(api.handle(request).await);
+        response.assert_error(500, "unexpected error");
+        let body = response.body.to_string();
+        for secret in [
+            missing_table,
+            "ResourceNotFound",
+            "DynamoDB",
+            "dispatch",
+            "alice",
+        ] {
+            assert!(!body.contains(secret), "500 body leaks {secret:?}: {body}");
+        }
+    }
 }

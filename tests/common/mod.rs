@@ -80,6 +80,12 @@ fn unique_table_name() -> String {
     )
 }
 
+/// The verifier as production configures it, trusting this run's test keys.
+pub fn verifier() -> Verifier {
+    let keys = KeySet::from_jwks_json(&keys().jwks).unwrap();
+    Verifier::new(KeySource::Inline(keys), ISSUER, Some(AUDIENCE))
+}
+
 /// The function as production wires it, on a table of its own.
 pub struct TestApp {
     pub api: PlantApi,
@@ -92,9 +98,7 @@ impl TestApp {
         let client = dynamodb_client().await;
         let table = unique_table_name();
         create_table(&client, &table).await.unwrap();
-        let keys = KeySet::from_jwks_json(&keys().jwks).unwrap();
-        let verifier = Verifier::new(KeySource::Inline(keys), ISSUER, Some(AUDIENCE));
-        let api = PlantApi::new(verifier, PlantStore::new(client.clone(), &table));
+        let api = PlantApi::new(verifier(), PlantStore::new(client.clone(), &table));
         Self { api, client, table }
     }
 
