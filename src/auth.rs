@@ -10,7 +10,9 @@ use lambda_http::http::HeaderMap;
 use lambda_http::http::header::AUTHORIZATION;
 use serde::Deserialize;
 
+use crate::config::KeyConfig;
 use crate::domain::Owner;
+use crate::jwks::RemoteKeys;
 
 /// Only asymmetric signatures: `none` and HMAC are never accepted.
 const ACCEPTED_ALGORITHMS: [Algorithm; 3] = [Algorithm::RS256, Algorithm::ES256, Algorithm::EdDSA];
@@ -73,8 +75,16 @@ impl KeySet {
         Ok(Self { keys })
     }
 
-    fn get(&self, kid: &str) -> Option<&VerificationKey> {
+    pub(crate) fn get(&self, kid: &str) -> Option<&VerificationKey> {
         self.keys.get(kid)
+    }
+
+    pub fn len(&self) -> usize {
+        self.keys.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.keys.is_empty()
     }
 }
 
@@ -103,23 +113,50 @@ fn usable_key(jwk: &Jwk) -> Option<(String, VerificationKey)> {
     Some((kid, VerificationKey { algorithm, key }))
 }
 
-/// Where verification keys come from. The seam for key sources: today a key
-/// set given inline in the configuration.
+/// Where verification keys come from: a key set given inline in the
+/// configuration (local use), or the issuer's JWKS URL (production).
 pub enum KeySource {
     Inline(KeySet),
+    Remote(Box<RemoteKeys>),
 }
 
 impl KeySource {
+    pub fn from_config(config: &KeyConfig) -> Result<Self, String> {
+        match config {
+            KeyConfig::Inline(jwks) => KeySet::from_jwks_json(jwks)
+                .map(Self::Inline)
+                .map_err(|error| error.to_string()),
+            KeyConfig::Url(url) => {
+                RemoteKeys::new(url).map(|remote| Self::Remote(Box::new(remote)))
+            }
+        }
+    }
+
     async fn key(&self, kid: &str) -> Option<VerificationKey> {
         match self {
             Self::Inline(set) => set.get(kid).cloned(),
+            Self::Remote(remote) => remote.key(kid).await,
         }
     }
+}
+
+/// What a token must say, besides a valid signature and `exp`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TokenRules {
+    /// The required `iss`.
+    pub issuer: String,
+    /// The required `aud`, if any.
+    pub audience: Option<String>,
+    /// Amazon Cognito mode: only access tokens (`token_use` "access") issued
+    /// to this app client (`client_id`); Cognito access tokens have no `aud`.
+    pub cognito_client_id: Option<String>,
 }
 
 #[derive(Deserialize)]
 struct Claims {
     sub: String,
+    token_use: Option<String>,
+    client_id: Option<String>,
 }
 
 /// Verifies bearer tokens for one issuer (and audience, when configured).
@@ -128,16 +165,17 @@ pub struct Verifier {
     /// One set of rules per accepted algorithm: jsonwebtoken requires every
     /// algorithm of a `Validation` to match the key's family.
     validations: Vec<Validation>,
+    cognito_client_id: Option<String>,
 }
 
 impl Verifier {
-    pub fn new(keys: KeySource, issuer: &str, audience: Option<&str>) -> Self {
+    pub fn new(keys: KeySource, rules: &TokenRules) -> Self {
         let validation_for = |algorithm| {
             let mut validation = Validation::new(algorithm);
             validation.leeway = LEEWAY_SECONDS;
             validation.validate_nbf = true;
-            validation.set_issuer(&[issuer]);
-            match audience {
+            validation.set_issuer(&[&rules.issuer]);
+            match &rules.audience {
                 Some(audience) => {
                     validation.set_audience(&[audience]);
                     validation.set_required_spec_claims(&["exp", "iss", "sub", "aud"]);
@@ -153,7 +191,21 @@ impl Verifier {
             .into_iter()
             .map(validation_for)
             .collect();
-        Self { keys, validations }
+        Self {
+            keys,
+            validations,
+            cognito_client_id: rules.cognito_client_id.clone(),
+        }
+    }
+
+    /// Fetches remote keys ahead of the first request (a no-op for inline
+    /// keys). A failure is logged, not fatal: requests retry the fetch.
+    pub async fn prefetch_keys(&self) {
+        if let KeySource::Remote(remote) = &self.keys
+            && let Err(error) = remote.refresh().await
+        {
+            tracing::warn!(%error, "no signing keys yet; the first requests will retry");
+        }
     }
 
     /// The caller named by the request's bearer token.
@@ -183,6 +235,12 @@ impl Verifier {
                 _ => AuthError::InvalidToken,
             })?
             .claims;
+        if let Some(client_id) = &self.cognito_client_id {
+            let is_access_token = claims.token_use.as_deref() == Some("access");
+            if !is_access_token || claims.client_id.as_ref() != Some(client_id) {
+                return Err(AuthError::InvalidToken);
+            }
+        }
         Owner::parse(claims.sub).ok_or(AuthError::InvalidToken)
     }
 }

@@ -3,6 +3,8 @@
 use std::env;
 use std::fmt;
 
+use crate::auth::TokenRules;
+
 /// Every setting the function reads. The DynamoDB endpoint, region and
 /// credentials are not here: the AWS SDK reads them itself, from its standard
 /// configuration (for DynamoDB Local, `AWS_ENDPOINT_URL_DYNAMODB`).
@@ -10,12 +12,20 @@ use std::fmt;
 pub struct Config {
     /// `PLANTS_TABLE`: the DynamoDB table that holds the plants.
     pub table: String,
-    /// `AUTH_ISSUER`: the required `iss` of every token.
-    pub issuer: String,
-    /// `AUTH_AUDIENCE`: the required `aud`, when set and not empty.
-    pub audience: Option<String>,
-    /// `AUTH_JWKS`: the verification keys, as the JSON of a JWKS.
-    pub jwks: String,
+    /// `AUTH_ISSUER`, `AUTH_AUDIENCE` (optional), `AUTH_COGNITO_CLIENT_ID`
+    /// (optional): what every token must say.
+    pub rules: TokenRules,
+    /// Where the verification keys come from.
+    pub keys: KeyConfig,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum KeyConfig {
+    /// `AUTH_JWKS`: the JSON of a JWKS, for local use.
+    Inline(String),
+    /// `AUTH_JWKS_URL`, or `{AUTH_ISSUER}/.well-known/jwks.json` when neither
+    /// it nor `AUTH_JWKS` is set.
+    Url(String),
 }
 
 #[derive(Debug)]
@@ -35,19 +45,90 @@ impl std::error::Error for ConfigError {}
 
 impl Config {
     pub fn from_env() -> Result<Self, ConfigError> {
+        Self::from_lookup(|name| env::var(name).ok())
+    }
+
+    /// Reads the settings through `lookup` (the environment, or a test's map).
+    pub fn from_lookup(lookup: impl Fn(&str) -> Option<String>) -> Result<Self, ConfigError> {
+        let optional = |name: &str| lookup(name).filter(|value| !value.trim().is_empty());
+        let required = |name: &'static str| optional(name).ok_or(ConfigError(name));
+        let issuer = required("AUTH_ISSUER")?;
+        let keys = match (optional("AUTH_JWKS"), optional("AUTH_JWKS_URL")) {
+            (Some(jwks), _) => KeyConfig::Inline(jwks),
+            (None, Some(url)) => KeyConfig::Url(url),
+            (None, None) => KeyConfig::Url(format!(
+                "{}/.well-known/jwks.json",
+                issuer.trim_end_matches('/')
+            )),
+        };
         Ok(Self {
             table: required("PLANTS_TABLE")?,
-            issuer: required("AUTH_ISSUER")?,
-            audience: optional("AUTH_AUDIENCE"),
-            jwks: required("AUTH_JWKS")?,
+            rules: TokenRules {
+                issuer,
+                audience: optional("AUTH_AUDIENCE"),
+                cognito_client_id: optional("AUTH_COGNITO_CLIENT_ID"),
+            },
+            keys,
         })
     }
 }
 
-fn optional(name: &'static str) -> Option<String> {
-    env::var(name).ok().filter(|value| !value.trim().is_empty())
-}
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::HashMap;
 
-fn required(name: &'static str) -> Result<String, ConfigError> {
-    optional(name).ok_or(ConfigError(name))
+    fn config(pairs: &[(&str, &str)]) -> Result<Config, ConfigError> {
+        let map: HashMap<String, String> = pairs
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect();
+        Config::from_lookup(|name| map.get(name).cloned())
+    }
+
+    #[test]
+    fn the_jwks_url_defaults_to_the_issuers_well_known_path() {
+        let base = [
+            ("PLANTS_TABLE", "plants"),
+            ("AUTH_ISSUER", "https://tenant.auth0.com/"),
+        ];
+        assert_eq!(
+            config(&base).unwrap().keys,
+            KeyConfig::Url("https://tenant.auth0.com/.well-known/jwks.json".into())
+        );
+        let with_url = [
+            base[0],
+            base[1],
+            ("AUTH_JWKS_URL", "https://keys.example/jwks"),
+        ];
+        assert_eq!(
+            config(&with_url).unwrap().keys,
+            KeyConfig::Url("https://keys.example/jwks".into())
+        );
+        let inline = [
+            base[0],
+            base[1],
+            ("AUTH_JWKS", "{\"keys\": []}"),
+            ("AUTH_JWKS_URL", "x"),
+        ];
+        assert_eq!(
+            config(&inline).unwrap().keys,
+            KeyConfig::Inline("{\"keys\": []}".into())
+        );
+    }
+
+    #[test]
+    fn empty_values_count_as_unset() {
+        let pairs = [
+            ("PLANTS_TABLE", "plants"),
+            ("AUTH_ISSUER", "https://issuer"),
+            ("AUTH_AUDIENCE", ""),
+            ("AUTH_COGNITO_CLIENT_ID", " "),
+        ];
+        let config = config(&pairs).unwrap();
+        assert_eq!(config.rules.audience, None);
+        assert_eq!(config.rules.cognito_client_id, None);
+        assert!(self::config(&[("AUTH_ISSUER", "x")]).is_err());
+        assert!(self::config(&[("PLANTS_TABLE", "x")]).is_err());
+    }
 }

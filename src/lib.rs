@@ -11,4 +11,5 @@ pub mod devkeys;
 pub mod domain;
 pub mod error;
 pub mod http;
+pub mod jwks;
 pub mod store;

@@ -1,9 +1,10 @@
-//! The Lambda `bootstrap`: reads the configuration, builds the clients once,
-//! and hands every request to [`PlantApi::handle`].
+//! The Lambda `bootstrap`: reads the configuration, builds the clients and
+//! fetches the signing keys once (in init, where Lambda gives full CPU), and
+//! hands every request to [`PlantApi::handle`].
 
 use aws_config::BehaviorVersion;
 use lambda_http::{Error, service_fn};
-use plant_store::auth::{KeySet, KeySource, Verifier};
+use plant_store::auth::{KeySource, Verifier};
 use plant_store::config::Config;
 use plant_store::http::PlantApi;
 use plant_store::store::PlantStore;
@@ -12,14 +13,10 @@ use plant_store::store::PlantStore;
 async fn main() -> Result<(), Error> {
     lambda_http::tracing::init_default_subscriber();
     let config = Config::from_env()?;
-    let keys = KeySet::from_jwks_json(&config.jwks)?;
-    let verifier = Verifier::new(
-        KeySource::Inline(keys),
-        &config.issuer,
-        config.audience.as_deref(),
-    );
+    let verifier = Verifier::new(KeySource::from_config(&config.keys)?, &config.rules);
     let sdk_config = aws_config::load_defaults(BehaviorVersion::latest()).await;
     let store = PlantStore::new(aws_sdk_dynamodb::Client::new(&sdk_config), config.table);
+    verifier.prefetch_keys().await;
     let api = PlantApi::new(verifier, store);
     let api = &api;
     lambda_http::run(service_fn(move |request| async move {
