@@ -3,60 +3,11 @@
 
 mod common;
 
-use base64::Engine;
-use base64::engine::general_purpose::URL_SAFE_NO_PAD;
-use common::{AUDIENCE, ISSUER, TestApp, bearer, keys};
-use jsonwebtoken::jwk::AlgorithmParameters;
-use jsonwebtoken::{Algorithm, EncodingKey, Header};
-use plant_store::devkeys::{DevKey, unix_now};
-use serde_json::{Value, json};
-
-const CHALLENGE: &str = r#"Bearer realm="plants""#;
-const INVALID_TOKEN: &str = r#"Bearer realm="plants", error="invalid_token""#;
-const PLANT: &str = r#"{"id": 1, "name": "Fern"}"#;
-
-fn claims(sub: &str) -> Value {
-    let now = unix_now();
-    json!({"iss": ISSUER, "aud": AUDIENCE, "sub": sub, "iat": now, "exp": now + 600})
-}
-
-fn with(mut claims: Value, key: &str, value: Value) -> Value {
-    claims[key] = value;
-    claims
-}
-
-fn without(mut claims: Value, key: &str) -> Value {
-    claims.as_object_mut().unwrap().remove(key);
-    claims
-}
-
-fn encode_part(value: &Value) -> String {
-    URL_SAFE_NO_PAD.encode(value.to_string())
-}
-
-/// Asserts a 401 with the given challenge, a message that does not echo the
-/// token, and no write.
-async fn assert_refused(app: &TestApp, authorization: &str, challenge: &str, case: &str) {
-    let response = app.post(authorization, PLANT).await;
-    assert_eq!(response.status, 401, "{case}: {}", response.body);
-    response.assert_error(401, "token");
-    assert_eq!(
-        response.header("www-authenticate"),
-        Some(challenge),
-        "{case}"
-    );
-    let token = authorization.split_whitespace().last().unwrap_or_default();
-    if token.len() > 8 {
-        assert!(
-            !response.body.to_string().contains(token),
-            "{case}: token echoed"
-        );
-    }
-    assert!(
-        app.stored_items().await.is_empty(),
-        "{case}: something was written"
-    );
-}
+use common::forgeries::{claims, forged_tokens, with};
+use common::{CHALLENGE, INVALID_TOKEN, TestApp, assert_refused, bearer, keys};
+use plant_store::auth::{KeySource, TokenRules, Verifier};
+use plant_store::devkeys::unix_now;
+use serde_json::json;
 
 #[tokio::test]
 async fn tokens_of_every_accepted_algorithm_verify() {
@@ -102,123 +53,7 @@ async fn a_missing_or_non_bearer_authorization_gets_the_plain_challenge() {
 #[tokio::test]
 async fn forged_and_misissued_tokens_get_invalid_token() {
     let app = TestApp::new().await;
-    let published = &keys().eddsa;
-    let now = unix_now();
-
-    // A key nobody published, claiming the kid of a published one.
-    let impostor = DevKey::generate(Algorithm::EdDSA).unwrap();
-    let mut header = Header::new(Algorithm::EdDSA);
-    header.kid = Some(published.kid().to_owned());
-    let wrong_key = jsonwebtoken::encode(
-        &header,
-        &claims("alice"),
-        &EncodingKey::from_ed_pem(impostor.pkcs8_pem().as_bytes()).unwrap(),
-    )
-    .unwrap();
-
-    // alg "none", no signature.
-    let none_header = json!({"alg": "none", "typ": "JWT", "kid": published.kid()});
-    let alg_none = format!(
-        "{}.{}.",
-        encode_part(&none_header),
-        encode_part(&claims("alice"))
-    );
-
-    // HS256 "signed" with the published public key as the HMAC secret.
-    let AlgorithmParameters::OctetKeyPair(public) = &published.jwk().algorithm else {
-        panic!("the EdDSA key is an OKP key");
-    };
-    let mut hmac_header = Header::new(Algorithm::HS256);
-    hmac_header.kid = Some(published.kid().to_owned());
-    let hs256 = jsonwebtoken::encode(
-        &hmac_header,
-        &claims("alice"),
-        &EncodingKey::from_secret(public.x.as_bytes()),
-    )
-    .unwrap();
-
-    // A valid signature whose header names an algorithm other than the key's.
-    let es_as_rs = {
-        let token = keys().es256.sign(&claims("alice")).unwrap();
-        let mut parts: Vec<String> = token.split('.').map(str::to_owned).collect();
-        parts[0] = encode_part(&json!({"alg": "RS256", "kid": keys().es256.kid()}));
-        parts.join(".")
-    };
-
-    let sign = |claims: Value| published.sign(&claims).unwrap();
-    let unknown_kid = {
-        let mut header = Header::new(Algorithm::EdDSA);
-        header.kid = Some("unknown-kid".into());
-        jsonwebtoken::encode(
-            &header,
-            &claims("alice"),
-            &EncodingKey::from_ed_pem(published.pkcs8_pem().as_bytes()).unwrap(),
-        )
-        .unwrap()
-    };
-    let no_kid = jsonwebtoken::encode(
-        &Header::new(Algorithm::EdDSA),
-        &claims("alice"),
-        &EncodingKey::from_ed_pem(published.pkcs8_pem().as_bytes()).unwrap(),
-    )
-    .unwrap();
-    let tampered = {
-        let token = sign(claims("alice"));
-        let mut parts: Vec<&str> = token.split('.').collect();
-        let payload = encode_part(&claims("mallory"));
-        parts[1] = &payload;
-        parts.join(".")
-    };
-
-    let cases = [
-        ("signed by an unpublished key", wrong_key),
-        ("alg none", alg_none),
-        ("HS256 with the public key", hs256),
-        ("header alg differs from the key's", es_as_rs),
-        ("unknown kid", unknown_kid),
-        ("no kid", no_kid),
-        ("payload swapped after signing", tampered),
-        (
-            "expired beyond the leeway",
-            sign(with(claims("alice"), "exp", json!(now - 120))),
-        ),
-        (
-            "wrong issuer",
-            sign(with(claims("alice"), "iss", json!("https://evil.test"))),
-        ),
-        (
-            "wrong audience",
-            sign(with(claims("alice"), "aud", json!("another-api"))),
-        ),
-        (
-            "no audience where one is configured",
-            sign(without(claims("alice"), "aud")),
-        ),
-        ("no exp", sign(without(claims("alice"), "exp"))),
-        ("no iss", sign(without(claims("alice"), "iss"))),
-        ("no sub", sign(without(claims("alice"), "sub"))),
-        ("empty sub", sign(claims(""))),
-        (
-            "string exp",
-            sign(with(claims("alice"), "exp", json!((now + 600).to_string()))),
-        ),
-        (
-            "not yet valid (nbf)",
-            sign(with(claims("alice"), "nbf", json!(now + 600))),
-        ),
-        ("garbage", "garbage".to_owned()),
-        ("three garbage parts", "a.b.c".to_owned()),
-        (
-            "oversized",
-            format!(
-                "{}.{}.{}",
-                "a".repeat(4000),
-                "b".repeat(4000),
-                "c".repeat(2000)
-            ),
-        ),
-    ];
-    for (case, token) in cases {
+    for (case, token) in forged_tokens() {
         assert_refused(&app, &format!("Bearer {token}"), INVALID_TOKEN, case).await;
     }
 }
@@ -255,4 +90,62 @@ async fn get_requires_a_valid_token_too() {
         app.get(&bearer("alice"), "").await.body,
         json!([{"name": "Fern"}])
     );
+}
+
+#[tokio::test]
+async fn cognito_mode_accepts_access_tokens_of_its_client_only() {
+    let rules = TokenRules {
+        issuer: common::ISSUER.into(),
+        audience: None,
+        cognito_client_id: Some("app-client-123".into()),
+    };
+    let keys_json = &keys().jwks;
+    let key_set = plant_store::auth::KeySet::from_jwks_json(keys_json).unwrap();
+    let app = TestApp::with_verifier(Verifier::new(KeySource::Inline(key_set), &rules)).await;
+    let now = unix_now();
+    // Cognito access tokens carry `client_id` and `token_use`, and no `aud`.
+    let access = json!({
+        "iss": common::ISSUER, "sub": "alice", "exp": now + 600, "iat": now,
+        "token_use": "access", "client_id": "app-client-123", "scope": "aws.cognito.signin.user.admin"
+    });
+    let sign =
+        |claims: &serde_json::Value| format!("Bearer {}", keys().rs256.sign(claims).unwrap());
+    assert_eq!(
+        app.post(&sign(&access), r#"{"id": 1, "name": "Fern"}"#)
+            .await
+            .status,
+        200
+    );
+
+    let id_token = json!({
+        "iss": common::ISSUER, "sub": "alice", "exp": now + 600, "iat": now,
+        "token_use": "id", "aud": "app-client-123", "email": "alice@example.com"
+    });
+    let cases = [
+        ("an ID token", id_token),
+        (
+            "another client's access token",
+            with(access.clone(), "client_id", json!("other")),
+        ),
+        (
+            "no token_use",
+            common::forgeries::without(access.clone(), "token_use"),
+        ),
+        (
+            "no client_id",
+            common::forgeries::without(access.clone(), "client_id"),
+        ),
+    ];
+    for (case, claims) in cases {
+        let response = app
+            .post(&sign(&claims), r#"{"id": 2, "name": "Ivy"}"#)
+            .await;
+        response.assert_error(401, "token");
+        assert_eq!(
+            response.header("www-authenticate"),
+            Some(INVALID_TOKEN),
+            "{case}"
+        );
+    }
+    assert_eq!(app.stored_items().await.len(), 1);
 }

@@ -3,6 +3,9 @@
 //! and requests that go through the production handler as real events.
 #![allow(dead_code)] // each test binary uses its own part of the harness
 
+pub mod forgeries;
+pub mod key_server;
+
 use std::sync::OnceLock;
 use std::sync::atomic::{AtomicU32, Ordering};
 
@@ -12,7 +15,7 @@ use aws_sdk_dynamodb::types::AttributeValue;
 use jsonwebtoken::Algorithm;
 use lambda_http::http::HeaderMap;
 use lambda_http::{Body, Request, Response};
-use plant_store::auth::{KeySet, KeySource, Verifier};
+use plant_store::auth::{KeySet, KeySource, TokenRules, Verifier};
 use plant_store::devkeys::DevKey;
 use plant_store::http::PlantApi;
 use plant_store::store::{PlantStore, create_table};
@@ -20,6 +23,8 @@ use serde_json::{Value, json};
 
 pub const ISSUER: &str = "https://issuer.plant-store.test";
 pub const AUDIENCE: &str = "plant-store-tests";
+pub const CHALLENGE: &str = r#"Bearer realm="plants""#;
+pub const INVALID_TOKEN: &str = r#"Bearer realm="plants", error="invalid_token""#;
 
 /// Keys generated once per test binary: one per accepted algorithm, all
 /// published in the JWKS the function is configured with.
@@ -80,10 +85,19 @@ fn unique_table_name() -> String {
     )
 }
 
+/// The token rules of the tests: this issuer and audience.
+pub fn token_rules() -> TokenRules {
+    TokenRules {
+        issuer: ISSUER.into(),
+        audience: Some(AUDIENCE.into()),
+        cognito_client_id: None,
+    }
+}
+
 /// The verifier as production configures it, trusting this run's test keys.
 pub fn verifier() -> Verifier {
     let keys = KeySet::from_jwks_json(&keys().jwks).unwrap();
-    Verifier::new(KeySource::Inline(keys), ISSUER, Some(AUDIENCE))
+    Verifier::new(KeySource::Inline(keys), &token_rules())
 }
 
 /// The function as production wires it, on a table of its own.
@@ -95,10 +109,14 @@ pub struct TestApp {
 
 impl TestApp {
     pub async fn new() -> Self {
+        Self::with_verifier(verifier()).await
+    }
+
+    pub async fn with_verifier(verifier: Verifier) -> Self {
         let client = dynamodb_client().await;
         let table = unique_table_name();
         create_table(&client, &table).await.unwrap();
-        let api = PlantApi::new(verifier(), PlantStore::new(client.clone(), &table));
+        let api = PlantApi::new(verifier, PlantStore::new(client.clone(), &table));
         Self { api, client, table }
     }
 
@@ -291,4 +309,30 @@ impl TestResponse {
             self.body
         );
     }
+}
+
+/// Asserts that a POST with this Authorization gets 401 with the given
+/// challenge and a message that does not echo the token, and writes nothing.
+pub async fn assert_refused(app: &TestApp, authorization: &str, challenge: &str, case: &str) {
+    let response = app
+        .post(authorization, r#"{"id": 1, "name": "Fern"}"#)
+        .await;
+    assert_eq!(response.status, 401, "{case}: {}", response.body);
+    response.assert_error(401, "token");
+    assert_eq!(
+        response.header("www-authenticate"),
+        Some(challenge),
+        "{case}"
+    );
+    let token = authorization.split_whitespace().last().unwrap_or_default();
+    if token.len() > 8 {
+        assert!(
+            !response.body.to_string().contains(token),
+            "{case}: token echoed"
+        );
+    }
+    assert!(
+        app.stored_items().await.is_empty(),
+        "{case}: something was written"
+    );
 }

@@ -1,0 +1,241 @@
+//! The remote key source against a JWKS server on 127.0.0.1: first fetch,
+//! rotation, a flood of unknown `kid`s, the server going away, and oversized
+//! or slow answers. The 10 s refetch interval is the production one, so some
+//! tests wait it out (they run in parallel).
+
+mod common;
+
+use std::time::{Duration, Instant};
+
+use common::forgeries::{claims, forged_tokens};
+use common::key_server::{Behaviour, KeyServer};
+use common::{INVALID_TOKEN, TestApp, assert_refused, bearer, keys, token_rules};
+use jsonwebtoken::jwk::PublicKeyUse;
+use jsonwebtoken::{Algorithm, EncodingKey, Header};
+use plant_store::auth::{KeySource, Verifier};
+use plant_store::devkeys::DevKey;
+use plant_store::jwks::RemoteKeys;
+use serde_json::json;
+
+const REFETCH_INTERVAL: Duration = Duration::from_millis(10_200);
+
+/// The app as production starts it: the first fetch at init.
+async fn remote_app(server: &KeyServer) -> TestApp {
+    let remote = RemoteKeys::new(&server.jwks_url).unwrap();
+    remote.refresh().await.unwrap();
+    TestApp::with_verifier(Verifier::new(
+        KeySource::Remote(Box::new(remote)),
+        &token_rules(),
+    ))
+    .await
+}
+
+fn token_with_kid(key: &DevKey, kid: &str) -> String {
+    let mut header = Header::new(key.algorithm());
+    header.kid = Some(kid.to_owned());
+    let encoding = EncodingKey::from_ed_pem(key.pkcs8_pem().as_bytes()).unwrap();
+    jsonwebtoken::encode(&header, &claims("alice"), &encoding).unwrap()
+}
+
+#[tokio::test]
+async fn a_valid_token_verifies_after_the_first_fetch_without_further_fetches() {
+    let server = KeyServer::start(keys().jwks.clone()).await;
+    let app = remote_app(&server).await;
+    assert_eq!(server.fetches(), 1);
+    for id in 0..5 {
+        let body = json!({"id": id, "name": "Fern"}).to_string();
+        assert_eq!(app.post(&bearer("alice"), &body).await.status, 200);
+    }
+    assert_eq!(server.fetches(), 1, "cached keys need no fetch");
+}
+
+#[tokio::test]
+async fn the_forged_token_matrix_holds_against_the_remote_source() {
+    let server = KeyServer::start(keys().jwks.clone()).await;
+    let app = remote_app(&server).await;
+    for (case, token) in forged_tokens() {
+        assert_refused(&app, &format!("Bearer {token}"), INVALID_TOKEN, case).await;
+    }
+    // The unknown kids above caused at most the one refetch allowed per 10 s.
+    assert!(server.fetches() <= 2, "fetches: {}", server.fetches());
+}
+
+#[tokio::test]
+async fn key_rotation_is_picked_up_through_one_refetch() {
+    let old = &keys().eddsa;
+    let server = KeyServer::start(DevKey::jwks_json(&[old])).await;
+    let app = remote_app(&server).await;
+    tokio::time::sleep(REFETCH_INTERVAL).await;
+
+    let new = DevKey::generate(Algorithm::EdDSA).unwrap();
+    server.set(Behaviour::Serve(DevKey::jwks_json(&[old, &new])));
+    let new_token = new
+        .token(common::ISSUER, Some(common::AUDIENCE), "alice", 600)
+        .unwrap();
+    let response = app
+        .post(
+            &format!("Bearer {new_token}"),
+            r#"{"id": 1, "name": "Fern"}"#,
+        )
+        .await;
+    assert_eq!(response.status, 200, "{}", response.body);
+    assert_eq!(server.fetches(), 2, "exactly one refetch");
+    // Both keys now verify, without fetching again.
+    assert_eq!(app.get(&bearer("alice"), "").await.status, 200);
+    assert_eq!(
+        app.get(&format!("Bearer {new_token}"), "").await.status,
+        200
+    );
+    assert_eq!(server.fetches(), 2);
+}
+
+#[tokio::test]
+async fn a_flood_of_unknown_kids_causes_at_most_one_refetch_per_10_seconds() {
+    let server = KeyServer::start(keys().jwks.clone()).await;
+    let app = remote_app(&server).await;
+    let flood = |round: usize| {
+        let app = &app;
+        async move {
+            let started = Instant::now();
+            let requests = (0..100).map(|n| async move {
+                let token = token_with_kid(&keys().eddsa, &format!("made-up-{round}-{n}"));
+                app.get(&format!("Bearer {token}"), "").await.status
+            });
+            let statuses = futures::future::join_all(requests).await;
+            assert!(statuses.iter().all(|&status| status == 401), "{statuses:?}");
+            assert!(started.elapsed() < Duration::from_secs(10));
+        }
+    };
+    // Within 10 s of the first fetch: no refetch at all.
+    flood(1).await;
+    assert_eq!(server.fetches(), 1);
+    // Past the interval: 100 concurrent unknown kids, one refetch.
+    tokio::time::sleep(REFETCH_INTERVAL).await;
+    flood(2).await;
+    assert_eq!(server.fetches(), 2);
+    eprintln!(
+        "unknown-kid floods: 2 x 100 tokens caused {} refetch",
+        server.fetches() - 1
+    );
+}
+
+#[tokio::test]
+async fn cached_keys_keep_serving_when_the_key_server_goes_down() {
+    let server = KeyServer::start(keys().jwks.clone()).await;
+    let app = remote_app(&server).await;
+    server.stop();
+    assert_eq!(app.get(&bearer("alice"), "").await.status, 200);
+    tokio::time::sleep(REFETCH_INTERVAL).await;
+    // An unknown kid now tries a refetch, which fails: 401, not 500.
+    let unknown = token_with_kid(&keys().eddsa, "rotated-away");
+    let response = app.get(&format!("Bearer {unknown}"), "").await;
+    response.assert_error(401, "token");
+    // The last good key set is still serving.
+    assert_eq!(app.get(&bearer("alice"), "").await.status, 200);
+}
+
+#[tokio::test]
+async fn oversized_and_slow_key_sets_are_refused_within_the_timeout_as_401() {
+    for behaviour in [
+        Behaviour::Oversized(keys().jwks.clone(), 200 * 1024),
+        Behaviour::Slow(Duration::from_secs(5), keys().jwks.clone()),
+        Behaviour::Status(500),
+        Behaviour::Serve("not a key set".into()),
+    ] {
+        let server = KeyServer::start(String::new()).await;
+        server.set(behaviour);
+        let remote = RemoteKeys::new(&server.jwks_url).unwrap();
+        // At init: an error to log, not a crash, and within the timeout.
+        let started = Instant::now();
+        assert!(remote.refresh().await.is_err());
+        assert!(
+            started.elapsed() < Duration::from_millis(2500),
+            "{:?}",
+            started.elapsed()
+        );
+        let app = TestApp::with_verifier(Verifier::new(
+            KeySource::Remote(Box::new(remote)),
+            &token_rules(),
+        ))
+        .await;
+        // Without keys the function retries at most once a second.
+        tokio::time::sleep(Duration::from_millis(1100)).await;
+        let started = Instant::now();
+        let response = app.get(&bearer("alice"), "").await;
+        response.assert_error(401, "token");
+        assert_eq!(response.header("www-authenticate"), Some(INVALID_TOKEN));
+        assert!(
+            started.elapsed() < Duration::from_millis(2500),
+            "{:?}",
+            started.elapsed()
+        );
+        assert_eq!(server.fetches(), 2);
+    }
+}
+
+#[tokio::test]
+async fn a_key_set_just_under_the_size_cap_is_accepted() {
+    let server = KeyServer::start(String::new()).await;
+    server.set(Behaviour::Oversized(keys().jwks.clone(), 140 * 1024));
+    let app = remote_app(&server).await;
+    assert_eq!(app.get(&bearer("alice"), "").await.status, 200);
+}
+
+#[tokio::test]
+async fn a_failed_fetch_at_init_is_retried_on_a_later_request() {
+    let server = KeyServer::start(String::new()).await;
+    server.set(Behaviour::Status(503));
+    let remote = RemoteKeys::new(&server.jwks_url).unwrap();
+    assert!(remote.refresh().await.is_err());
+    let app = TestApp::with_verifier(Verifier::new(
+        KeySource::Remote(Box::new(remote)),
+        &token_rules(),
+    ))
+    .await;
+    server.set(Behaviour::Serve(keys().jwks.clone()));
+    tokio::time::sleep(Duration::from_millis(1100)).await;
+    assert_eq!(app.get(&bearer("alice"), "").await.status, 200);
+    assert_eq!(server.fetches(), 2);
+}
+
+#[tokio::test]
+async fn symmetric_and_encryption_keys_in_the_set_are_never_used() {
+    let encryption_key = DevKey::generate(Algorithm::EdDSA).unwrap();
+    let mut encryption_jwk = encryption_key.jwk().clone();
+    encryption_jwk.common.public_key_use = Some(PublicKeyUse::Encryption);
+    let secret = b"a shared secret nobody should trust";
+    let mut set: serde_json::Value = serde_json::from_str(&keys().jwks).unwrap();
+    let published = set["keys"].as_array_mut().unwrap();
+    published.push(serde_json::to_value(&encryption_jwk).unwrap());
+    published.push(json!({
+        "kty": "oct", "kid": "shared-secret", "alg": "HS256",
+        "k": base64::Engine::encode(&base64::engine::general_purpose::URL_SAFE_NO_PAD, secret)
+    }));
+    let server = KeyServer::start(set.to_string()).await;
+    let app = remote_app(&server).await;
+
+    let mut hmac_header = Header::new(Algorithm::HS256);
+    hmac_header.kid = Some("shared-secret".into());
+    let hmac_token = jsonwebtoken::encode(
+        &hmac_header,
+        &claims("alice"),
+        &EncodingKey::from_secret(secret),
+    )
+    .unwrap();
+    assert_refused(
+        &app,
+        &format!("Bearer {hmac_token}"),
+        INVALID_TOKEN,
+        "oct key",
+    )
+    .await;
+    let encryption_token = encryption_key.sign(&claims("alice")).unwrap();
+    assert_refused(
+        &app,
+        &format!("Bearer {encryption_token}"),
+        INVALID_TOKEN,
+        "use: enc",
+    )
+    .await;
+    assert_eq!(app.get(&bearer("alice"), "").await.status, 200);
+}
