@@ -7,6 +7,10 @@ TOOLS_DIR="$PWD/.tools"
 VENV_DIR="$TOOLS_DIR/venv"
 DYNAMODB_LOCAL_DIR="$TOOLS_DIR/dynamodb-local"
 STARTED_PIDS=()
+# The local stack's token rules and key, shared by scripts/dev and scripts/token.
+LOCAL_ISSUER=https://plant-store.local
+LOCAL_AUDIENCE=plant-store
+LOCAL_KEY_DIR="$PWD/.local/keys"
 
 log() { printf '==> %s\n' "$*" >&2; }
 
@@ -92,4 +96,8 @@ stop_started() {
     wait "$pid" 2>/dev/null || true
   done
   STARTED_PIDS=()
+# The local stack's token rules and key, shared by scripts/dev and scripts/token.
+LOCAL_ISSUER=https://plant-store.local
+LOCAL_AUDIENCE=plant-store
+LOCAL_KEY_DIR="$PWD/.local/keys"
 }

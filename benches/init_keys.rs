@@ -1,0 +1,71 @@
+//! Init cost of the signing keys: fetching the JWKS from a key server on
+//! 127.0.0.1 (the production path, `AUTH_JWKS_URL`) against parsing the same
+//! JWKS given inline (`AUTH_JWKS`), the baseline measured in the same run.
+//! Both build the verifier as `main` does. Prints the figures and writes them
+//! to target/bench-results/init_keys.txt.
+
+#[path = "../tests/common/key_server.rs"]
+#[allow(dead_code)] // the benchmark only serves a fixed key set
+mod key_server;
+
+use std::time::{Duration, Instant};
+
+use jsonwebtoken::Algorithm;
+use plant_store::auth::{KeySource, TokenRules, Verifier};
+use plant_store::config::KeyConfig;
+use plant_store::devkeys::DevKey;
+
+const ROUNDS: usize = 50;
+
+fn median(mut samples: Vec<Duration>) -> Duration {
+    samples.sort();
+    samples[samples.len() / 2]
+}
+
+#[tokio::main]
+async fn main() {
+    let keys: Vec<DevKey> = [Algorithm::RS256, Algorithm::ES256, Algorithm::EdDSA]
+        .into_iter()
+        .map(|algorithm| DevKey::generate(algorithm).unwrap())
+        .collect();
+    let jwks = DevKey::jwks_json(&keys.iter().collect::<Vec<_>>());
+    let server = key_server::KeyServer::start(jwks.clone()).await;
+    let rules = TokenRules {
+        issuer: "https://issuer.bench".into(),
+        audience: None,
+        cognito_client_id: None,
+    };
+
+    let (mut inline, mut remote) = (Vec::new(), Vec::new());
+    for _ in 0..ROUNDS {
+        let started = Instant::now();
+        let source = KeySource::from_config(&KeyConfig::Inline(jwks.clone())).unwrap();
+        let verifier = Verifier::new(source, &rules);
+        verifier.prefetch_keys().await;
+        inline.push(started.elapsed());
+
+        let started = Instant::now();
+        let source = KeySource::from_config(&KeyConfig::Url(server.jwks_url.clone())).unwrap();
+        let verifier = Verifier::new(source, &rules);
+        verifier.prefetch_keys().await;
+        remote.push(started.elapsed());
+    }
+    assert_eq!(server.fetches(), ROUNDS, "every remote init fetched once");
+
+    let (inline, remote) = (median(inline), median(remote));
+    let report = format!(
+        "init_keys ({ROUNDS} rounds, medians, {} keys)\n\
+         inline JWKS (baseline): {:.3} ms\n\
+         remote JWKS from 127.0.0.1 (client + root certificates + fetch): {:.3} ms\n\
+         added init time: {:.3} ms ({:.1}x the baseline)\n",
+        keys.len(),
+        inline.as_secs_f64() * 1e3,
+        remote.as_secs_f64() * 1e3,
+        (remote.saturating_sub(inline)).as_secs_f64() * 1e3,
+        remote.as_secs_f64() / inline.as_secs_f64(),
+    );
+    print!("{report}");
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("target/bench-results");
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(dir.join("init_keys.txt"), report).unwrap();
+}
