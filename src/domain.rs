@@ -5,6 +5,8 @@
 
 use std::fmt;
 
+use base64::Engine;
+use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use serde::de::{Deserializer, IgnoredAny, MapAccess, Visitor};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -171,6 +173,56 @@ impl Limit {
 
     pub fn get(self) -> usize {
         self.0
+    }
+}
+
+/// Where a page of plants starts: after the plant with this id. Opaque to
+/// clients: base64url of a version byte, the id and a checksum, so that a
+/// truncated or altered cursor is refused before any store call. It holds no
+/// owner; the owner always comes from the token, so a cursor can only move
+/// within the caller's own plants.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Cursor {
+    pub after: PlantId,
+}
+
+impl Cursor {
+    const VERSION: u8 = 1;
+    const CHECKSUM_BYTES: usize = 4;
+    const ENCODED_BYTES: usize = 1 + 8 + Self::CHECKSUM_BYTES;
+
+    pub fn after(id: PlantId) -> Self {
+        Self { after: id }
+    }
+
+    fn checksum(payload: &[u8]) -> [u8; Self::CHECKSUM_BYTES] {
+        let digest = aws_lc_rs::digest::digest(&aws_lc_rs::digest::SHA256, payload);
+        let mut checksum = [0; Self::CHECKSUM_BYTES];
+        checksum.copy_from_slice(&digest.as_ref()[..Self::CHECKSUM_BYTES]);
+        checksum
+    }
+
+    pub fn encode(self) -> String {
+        let mut bytes = Vec::with_capacity(Self::ENCODED_BYTES);
+        bytes.push(Self::VERSION);
+        bytes.extend_from_slice(&self.after.get().to_be_bytes());
+        let checksum = Self::checksum(&bytes);
+        bytes.extend_from_slice(&checksum);
+        URL_SAFE_NO_PAD.encode(bytes)
+    }
+
+    /// `None` for anything this API did not issue.
+    pub fn parse(text: &str) -> Option<Self> {
+        let bytes = URL_SAFE_NO_PAD.decode(text).ok()?;
+        if bytes.len() != Self::ENCODED_BYTES || bytes[0] != Self::VERSION {
+            return None;
+        }
+        let (payload, checksum) = bytes.split_at(1 + 8);
+        if Self::checksum(payload) != checksum {
+            return None;
+        }
+        let id = i64::from_be_bytes(payload[1..].try_into().ok()?);
+        Some(Self::after(PlantId::new(id)))
     }
 }
 
@@ -374,6 +426,30 @@ mod tests {
             "", "0", "1001", "-1", "+5", "1.5", "1e2", "ten", "00001", " 5",
         ] {
             assert_eq!(Limit::parse(bad), None, "limit {bad:?}");
+        }
+    }
+
+    #[test]
+    fn cursors_round_trip_and_refuse_anything_altered() {
+        for id in [i64::MIN, -1, 0, 7, i64::MAX] {
+            let cursor = Cursor::after(PlantId::new(id));
+            assert_eq!(Cursor::parse(&cursor.encode()), Some(cursor));
+        }
+        let text = Cursor::after(PlantId::new(42)).encode();
+        assert_eq!(Cursor::parse(""), None);
+        assert_eq!(Cursor::parse(&text[..text.len() - 1]), None);
+        assert_eq!(Cursor::parse(&format!("{text}A")), None);
+        assert_eq!(Cursor::parse("not base64!"), None);
+        // Every single-bit change of the decoded bytes is caught.
+        let bytes = URL_SAFE_NO_PAD.decode(&text).unwrap();
+        for bit in 0..bytes.len() * 8 {
+            let mut flipped = bytes.clone();
+            flipped[bit / 8] ^= 1 << (bit % 8);
+            assert_eq!(
+                Cursor::parse(&URL_SAFE_NO_PAD.encode(&flipped)),
+                None,
+                "bit {bit}"
+            );
         }
     }
 

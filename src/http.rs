@@ -4,14 +4,14 @@
 
 use std::time::Instant;
 
-use lambda_http::http::header::CONTENT_TYPE;
+use lambda_http::http::header::{CONTENT_TYPE, LINK};
 use lambda_http::http::{HeaderMap, HeaderValue, Method, StatusCode};
 use lambda_http::request::RequestContext;
 use lambda_http::{Body, Request, RequestExt, Response};
 use serde::Serialize;
 
 use crate::auth::Verifier;
-use crate::domain::{Limit, NewPlant};
+use crate::domain::{Cursor, Limit, NewPlant};
 use crate::error::ApiError;
 use crate::store::{Created, PlantStore};
 
@@ -92,8 +92,25 @@ impl PlantApi {
     async fn list_plants(&self, request: &Request) -> Result<Response<Body>, ApiError> {
         let owner = self.verifier.authenticate(request.headers()).await?;
         let limit = limit_parameter(request)?;
-        let plants = self.store.list(&owner, limit).await?;
-        Ok(json_response(StatusCode::OK, &plants))
+        let cursor = cursor_parameter(request)?;
+        let page = self
+            .store
+            .list(&owner, limit, cursor.map(|cursor| cursor.after))
+            .await?;
+        let mut response = json_response(StatusCode::OK, &page.plants);
+        if let Some(after) = page.next_after {
+            // RFC 8288, relative to the path as the caller saw it.
+            let next = format!(
+                "<{}?limit={}&cursor={}>; rel=\"next\"",
+                request.uri().path(),
+                limit.get(),
+                Cursor::after(after).encode()
+            );
+            if let Ok(value) = HeaderValue::from_str(&next) {
+                response.headers_mut().insert(LINK, value);
+            }
+        }
+        Ok(response)
     }
 }
 
@@ -150,18 +167,40 @@ fn require_json_content_type(headers: &HeaderMap) -> Result<(), ApiError> {
     }
 }
 
-fn limit_parameter(request: &Request) -> Result<Limit, ApiError> {
+/// The one value of a query parameter, if given; repeating it is an error.
+fn single_parameter<'r>(request: &'r Request, name: &str) -> Result<Option<&'r str>, ApiError> {
     let query = request.query_string_parameters_ref();
-    match query.and_then(|query| query.all("limit")).as_deref() {
+    match query.and_then(|query| query.all(name)).as_deref() {
+        None => Ok(None),
+        Some([value]) => Ok(Some(value)),
+        Some(_) => Err(ApiError::InvalidQuery(format!(
+            "The query parameter `{name}` must be given at most once."
+        ))),
+    }
+}
+
+fn limit_parameter(request: &Request) -> Result<Limit, ApiError> {
+    match single_parameter(request, "limit")? {
         None => Ok(Limit::DEFAULT),
-        Some([value]) => Limit::parse(value).ok_or_else(|| {
+        Some(value) => Limit::parse(value).ok_or_else(|| {
             ApiError::InvalidQuery(format!(
                 "The query parameter `limit` must be an integer from 1 to {}.",
                 Limit::MAX
             ))
         }),
-        Some(_) => Err(ApiError::InvalidQuery(
-            "The query parameter `limit` must be given at most once.".into(),
-        )),
     }
+}
+
+fn cursor_parameter(request: &Request) -> Result<Option<Cursor>, ApiError> {
+    single_parameter(request, "cursor")?
+        .map(|value| {
+            Cursor::parse(value).ok_or_else(|| {
+                ApiError::InvalidQuery(
+                    "The query parameter `cursor` is not one this API issued; \
+                     use the Link header of the previous page."
+                        .into(),
+                )
+            })
+        })
+        .transpose()
 }

@@ -14,7 +14,7 @@ use aws_sdk_dynamodb::types::{
     ReturnValuesOnConditionCheckFailure, ScalarAttributeType,
 };
 
-use crate::domain::{Limit, NewPlant, Owner, Plant, PlantName, PlantTag};
+use crate::domain::{Limit, NewPlant, Owner, Plant, PlantId, PlantName, PlantTag};
 
 type Item = HashMap<String, AttributeValue>;
 
@@ -118,15 +118,30 @@ impl PlantStore {
         Ok(Created::New)
     }
 
-    /// The owner's plants in ascending id order, at most `limit` of them.
-    /// Only the owner's partition is read; DynamoDB pages at 1 MB, so this
-    /// keeps querying until it has `limit` plants or the partition ends.
-    pub async fn list(&self, owner: &Owner, limit: Limit) -> Result<Vec<Plant>, StoreError> {
+    /// A page of the owner's plants in ascending id order: at most `limit`,
+    /// after `after` when given, and the id to continue after when more exist.
+    /// Only the owner's partition is read, `limit + 1` items at most (the one
+    /// extra tells whether more exist). DynamoDB pages at 1 MB, so this keeps
+    /// querying until it has them or the partition ends.
+    pub async fn list(
+        &self,
+        owner: &Owner,
+        limit: Limit,
+        after: Option<PlantId>,
+    ) -> Result<Page, StoreError> {
         let wanted = limit.get();
-        let mut plants = Vec::with_capacity(wanted);
-        let mut start_key = None;
+        let mut rows: Vec<(PlantId, Plant)> = Vec::with_capacity(wanted + 1);
+        let mut start_key = after.map(|id| {
+            Item::from([
+                (
+                    "owner".to_owned(),
+                    AttributeValue::S(owner.as_str().to_owned()),
+                ),
+                ("id".to_owned(), AttributeValue::N(id.to_string())),
+            ])
+        });
         loop {
-            let remaining = i32::try_from(wanted - plants.len()).unwrap_or(i32::MAX);
+            let remaining = i32::try_from(wanted + 1 - rows.len()).unwrap_or(i32::MAX);
             let page = self
                 .client
                 .query()
@@ -140,14 +155,41 @@ impl PlantStore {
                 .send()
                 .await?;
             for item in page.items() {
-                plants.push(plant_from_item(item)?);
+                rows.push((id_from_item(item)?, plant_from_item(item)?));
             }
             match page.last_evaluated_key {
-                Some(key) if plants.len() < wanted => start_key = Some(key),
-                _ => return Ok(plants),
+                Some(key) if rows.len() <= wanted => start_key = Some(key),
+                _ => break,
             }
         }
+        let more = rows.len() > wanted;
+        rows.truncate(wanted);
+        let next_after = if more {
+            rows.last().map(|(id, _)| *id)
+        } else {
+            None
+        };
+        Ok(Page {
+            plants: rows.into_iter().map(|(_, plant)| plant).collect(),
+            next_after,
+        })
     }
+}
+
+/// One page of a listing.
+#[derive(Debug)]
+pub struct Page {
+    pub plants: Vec<Plant>,
+    /// Set when more plants exist: the id the next page starts after.
+    pub next_after: Option<PlantId>,
+}
+
+fn id_from_item(item: &Item) -> Result<PlantId, StoreError> {
+    item.get("id")
+        .and_then(|value| value.as_n().ok())
+        .and_then(|number| number.parse().ok())
+        .map(PlantId::new)
+        .ok_or_else(|| StoreError::Unexpected("stored item has no numeric id".into()))
 }
 
 /// Reads a stored item back through the domain's constructors: the table is
