@@ -6,11 +6,14 @@
 pub mod forgeries;
 pub mod key_server;
 
-use std::sync::OnceLock;
-use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::atomic::{AtomicU32, AtomicUsize, Ordering};
+use std::sync::{Arc, OnceLock};
 
 use aws_config::BehaviorVersion;
 use aws_sdk_dynamodb::Client;
+use aws_sdk_dynamodb::config::interceptors::BeforeTransmitInterceptorContextRef;
+use aws_sdk_dynamodb::config::{ConfigBag, Intercept, RuntimeComponents, SharedInterceptor};
+use aws_sdk_dynamodb::error::BoxError;
 use aws_sdk_dynamodb::types::AttributeValue;
 use jsonwebtoken::Algorithm;
 use lambda_http::http::HeaderMap;
@@ -63,13 +66,42 @@ pub fn bearer(sub: &str) -> String {
     format!("Bearer {}", token(sub))
 }
 
+/// Counts the requests the SDK sends (retries included).
+#[derive(Debug, Default, Clone)]
+pub struct CallCounter(Arc<AtomicUsize>);
+
+impl Intercept for CallCounter {
+    fn name(&self) -> &'static str {
+        "CallCounter"
+    }
+
+    fn read_before_transmit(
+        &self,
+        _context: &BeforeTransmitInterceptorContextRef<'_>,
+        _components: &RuntimeComponents,
+        _config: &mut ConfigBag,
+    ) -> Result<(), BoxError> {
+        self.0.fetch_add(1, Ordering::SeqCst);
+        Ok(())
+    }
+}
+
 pub async fn dynamodb_client() -> Client {
+    counted_dynamodb_client().await.0
+}
+
+/// A client whose every request to DynamoDB is counted.
+pub async fn counted_dynamodb_client() -> (Client, CallCounter) {
     assert!(
         std::env::var_os("AWS_ENDPOINT_URL_DYNAMODB").is_some(),
         "AWS_ENDPOINT_URL_DYNAMODB is not set: run the tests with scripts/test, which starts DynamoDB Local"
     );
-    let config = aws_config::load_defaults(BehaviorVersion::latest()).await;
-    Client::new(&config)
+    let sdk_config = aws_config::load_defaults(BehaviorVersion::latest()).await;
+    let counter = CallCounter::default();
+    let config = aws_sdk_dynamodb::config::Builder::from(&sdk_config)
+        .interceptor(SharedInterceptor::new(counter.clone()))
+        .build();
+    (Client::from_conf(config), counter)
 }
 
 fn unique_table_name() -> String {
@@ -105,6 +137,7 @@ pub struct TestApp {
     pub api: PlantApi,
     pub client: Client,
     pub table: String,
+    calls: CallCounter,
 }
 
 impl TestApp {
@@ -113,11 +146,21 @@ impl TestApp {
     }
 
     pub async fn with_verifier(verifier: Verifier) -> Self {
-        let client = dynamodb_client().await;
+        let (client, calls) = counted_dynamodb_client().await;
         let table = unique_table_name();
         create_table(&client, &table).await.unwrap();
         let api = PlantApi::new(verifier, PlantStore::new(client.clone(), &table));
-        Self { api, client, table }
+        Self {
+            api,
+            client,
+            table,
+            calls,
+        }
+    }
+
+    /// How many requests the SDK has sent to DynamoDB so far.
+    pub fn dynamodb_calls(&self) -> usize {
+        self.calls.0.load(Ordering::SeqCst)
     }
 
     pub async fn send(&self, request: Request) -> TestResponse {

@@ -1,0 +1,197 @@
+//! Paging past `limit`: the `Link: <...>; rel="next"` header, opaque cursors,
+//! every plant exactly once in ascending order, bounded DynamoDB calls per
+//! page, and cursors that cannot leave the caller's own plants.
+
+mod common;
+
+use common::{HttpRequest, TestApp, TestResponse, bearer};
+use futures::StreamExt;
+use serde_json::{Value, json};
+
+fn plant_name(id: i64) -> String {
+    format!("plant {id:05}")
+}
+
+/// Creates plants through the API, 32 at a time.
+async fn create_plants(app: &TestApp, owner: &str, ids: impl IntoIterator<Item = i64>) {
+    futures::stream::iter(ids)
+        .for_each_concurrent(32, |id| async move {
+            app.create(owner, json!({"id": id, "name": plant_name(id)}))
+                .await;
+        })
+        .await;
+}
+
+/// The target of a `Link: <target>; rel="next"` header.
+fn next_link(response: &TestResponse) -> Option<String> {
+    let link = response.header("link")?;
+    let target = link.strip_prefix('<')?.split_once(">; rel=\"next\"")?.0;
+    Some(target.to_owned())
+}
+
+async fn get_path(app: &TestApp, owner: &str, path_and_query: &str) -> TestResponse {
+    let request = HttpRequest::new("GET", path_and_query)
+        .header("authorization", &bearer(owner))
+        .build();
+    app.send(request).await
+}
+
+/// Follows `next` from the first page; returns every name seen, page sizes,
+/// and the most DynamoDB calls any one page took.
+async fn follow_pages(app: &TestApp, owner: &str, limit: usize) -> (Vec<Value>, Vec<usize>, usize) {
+    let mut names = Vec::new();
+    let mut sizes = Vec::new();
+    let mut most_calls = 0;
+    let mut next = Some(format!("/plants?limit={limit}"));
+    while let Some(target) = next {
+        let calls_before = app.dynamodb_calls();
+        let response = get_path(app, owner, &target).await;
+        most_calls = most_calls.max(app.dynamodb_calls() - calls_before);
+        assert_eq!(response.status, 200, "{target}: {}", response.body);
+        let page = response.body.as_array().unwrap();
+        sizes.push(page.len());
+        names.extend(page.iter().map(|plant| plant["name"].clone()));
+        next = next_link(&response);
+        if let Some(next) = &next {
+            assert!(
+                next.starts_with(&format!("/plants?limit={limit}&cursor=")),
+                "{next}"
+            );
+        }
+    }
+    (names, sizes, most_calls)
+}
+
+#[tokio::test]
+async fn following_next_visits_2500_plants_once_in_order_with_bounded_calls() {
+    let app = TestApp::new().await;
+    create_plants(&app, "alice", 0..2500).await;
+    let expected: Vec<Value> = (0..2500).map(|id| json!(plant_name(id))).collect();
+    for limit in [1, 7, 100, 1000] {
+        let (names, sizes, most_calls) = follow_pages(&app, "alice", limit).await;
+        assert_eq!(names, expected, "limit {limit}");
+        assert_eq!(
+            sizes.len(),
+            2500usize.div_ceil(limit),
+            "pages at limit {limit}"
+        );
+        assert!(sizes.iter().all(|&size| size <= limit));
+        // One Query per page here (well under DynamoDB's 1 MB page): never a
+        // read of the whole partition to serve one page.
+        assert_eq!(most_calls, 1, "DynamoDB calls per page at limit {limit}");
+    }
+}
+
+#[tokio::test]
+async fn the_last_page_has_no_link_even_when_it_is_exactly_full() {
+    let app = TestApp::new().await;
+    create_plants(&app, "alice", 1..=10).await;
+    let full = app.get(&bearer("alice"), "limit=10").await;
+    assert_eq!(full.body.as_array().unwrap().len(), 10);
+    assert_eq!(full.header("link"), None);
+    let first = app.get(&bearer("alice"), "limit=4").await;
+    let link = first.header("link").unwrap();
+    assert!(
+        link.starts_with("</plants?limit=4&cursor=") && link.ends_with(">; rel=\"next\""),
+        "{link}"
+    );
+    // The default limit is named in the link too.
+    create_plants(&app, "alice", 11..=120).await;
+    let default = app.get(&bearer("alice"), "").await;
+    assert!(
+        next_link(&default)
+            .unwrap()
+            .starts_with("/plants?limit=100&cursor=")
+    );
+}
+
+#[tokio::test]
+async fn the_link_keeps_the_path_the_caller_saw() {
+    let app = TestApp::new().await;
+    create_plants(&app, "alice", 1..=3).await;
+    let response = get_path(&app, "alice", "/plants/?limit=2").await;
+    assert!(
+        next_link(&response)
+            .unwrap()
+            .starts_with("/plants/?limit=2&cursor=")
+    );
+}
+
+#[tokio::test]
+async fn plants_added_between_pages_do_not_repeat_or_hide_others() {
+    let app = TestApp::new().await;
+    create_plants(&app, "alice", (0..20).map(|n| n * 2)).await; // 0, 2, ..., 38
+    let first = app.get(&bearer("alice"), "limit=5").await;
+    let mut names: Vec<Value> = first.body.as_array().unwrap().clone();
+    // Between pages: one id before the cursor, two after, one past the end.
+    create_plants(&app, "alice", [3, 11, 13, 99]).await;
+    let mut next = next_link(&first);
+    while let Some(target) = next {
+        let page = get_path(&app, "alice", &target).await;
+        names.extend(page.body.as_array().unwrap().iter().cloned());
+        next = next_link(&page);
+    }
+    let mut expected: Vec<i64> = (0..20).map(|n| n * 2).chain([11, 13, 99]).collect();
+    expected.sort();
+    let expected: Vec<Value> = expected
+        .into_iter()
+        .map(|id| json!({"name": plant_name(id)}))
+        .collect();
+    assert_eq!(names, expected);
+}
+
+#[tokio::test]
+async fn a_cursor_taken_by_one_owner_only_moves_within_the_callers_plants() {
+    let app = TestApp::new().await;
+    create_plants(&app, "alice", 1..=10).await;
+    futures::stream::iter(1..=10)
+        .for_each_concurrent(10, |id| {
+            let app = &app;
+            async move {
+                app.create("bob", json!({"id": id, "name": format!("bob's {id}")}))
+                    .await
+            }
+        })
+        .await;
+    let alices_page = app.get(&bearer("alice"), "limit=5").await;
+    let alices_next = next_link(&alices_page).unwrap();
+    let bobs_view = get_path(&app, "bob", &alices_next).await;
+    assert_eq!(bobs_view.status, 200);
+    let expected: Vec<Value> = (6..=10)
+        .map(|id| json!({"name": format!("bob's {id}")}))
+        .collect();
+    assert_eq!(bobs_view.body, json!(expected));
+}
+
+#[tokio::test]
+async fn malformed_cursors_get_400_before_any_dynamodb_call() {
+    let app = TestApp::new().await;
+    create_plants(&app, "alice", 1..=3).await;
+    let page = app.get(&bearer("alice"), "limit=1").await;
+    let target = next_link(&page).unwrap();
+    let cursor = target.split("cursor=").nth(1).unwrap().to_owned();
+    let mut flipped = cursor.clone().into_bytes();
+    flipped[3] = if flipped[3] == b'A' { b'B' } else { b'A' };
+    let flipped = String::from_utf8(flipped).unwrap();
+    let cases = [
+        format!("cursor={flipped}"),
+        format!("cursor={}", &cursor[..cursor.len() - 2]),
+        format!("cursor={cursor}AA"),
+        "cursor=".to_owned(),
+        "cursor=%25%25%25".to_owned(),
+        "cursor=not+base64!".to_owned(),
+        format!("cursor={cursor}&cursor={cursor}"),
+    ];
+    for query in cases {
+        let calls_before = app.dynamodb_calls();
+        let response = app.get(&bearer("alice"), &query).await;
+        response.assert_error(400, "`cursor`");
+        assert_eq!(
+            app.dynamodb_calls(),
+            calls_before,
+            "{query}: DynamoDB was called"
+        );
+    }
+    // The untouched cursor still works.
+    assert_eq!(get_path(&app, "alice", &target).await.status, 200);
+}
