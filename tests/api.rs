@@ -207,6 +207,8 @@ async fn rejected_bodies_get_400_naming_the_problem_and_write_nothing() {
         (r#"{"id": 1.5, "name": "Fern"}"#, "`id`"),
         (r#"{"id": "7", "name": "Fern"}"#, "`id`"),
         (r#"{"id": 1e3, "name": "Fern"}"#, "`id`"),
+        (r#"{"id": 6547.0, "name": "Fern"}"#, "`id`"),
+        (r#"{"id": 7E0, "name": "Fern"}"#, "`id`"),
         (r#"{"id": 9223372036854775808, "name": "Fern"}"#, "`id`"),
         (r#"{"id": -9223372036854775809, "name": "Fern"}"#, "`id`"),
         (r#"{"id": 1, "name": ""}"#, "`name`"),
@@ -360,4 +362,25 @@ async fn an_unexpected_store_error_is_a_generic_500_that_leaks_nothing() {
             assert!(!body.contains(secret), "500 body leaks {secret:?}: {body}");
         }
     }
+}
+
+#[tokio::test]
+async fn a_body_that_is_not_utf8_gets_400_and_writes_nothing() {
+    let app = TestApp::new().await;
+    // As Lambda delivers a binary body: base64 with isBase64Encoded.
+    let event = json!({
+        "version": "2.0", "routeKey": "POST /plants", "rawPath": "/plants", "rawQueryString": "",
+        "headers": {"authorization": bearer("alice"), "content-type": "application/json"},
+        "requestContext": {
+            "accountId": "123456789012", "apiId": "api", "domainName": "api.example", "domainPrefix": "api",
+            "http": {"method": "POST", "path": "/plants", "protocol": "HTTP/1.1", "sourceIp": "192.0.2.1", "userAgent": "t"},
+            "requestId": "r", "routeKey": "POST /plants", "stage": "$default", "time": "22/Nov/2026:10:00:00 +0000", "timeEpoch": 0
+        },
+        // {"id": 1, "name": "\xff\xfe"}
+        "body": "eyJpZCI6IDEsICJuYW1lIjogIv/+In0=",
+        "isBase64Encoded": true
+    });
+    let request = lambda_http::request::from_str(&event.to_string()).unwrap();
+    app.send(request).await.assert_error(400, "not valid JSON");
+    assert!(app.stored_items().await.is_empty());
 }

@@ -1,0 +1,21 @@
+"""Schemathesis hooks for the run without a token: every answer of the API's
+operations (GET and POST /plants) must be 401 with the plain Bearer challenge.
+Other methods are Schemathesis' unsupported-method probes, answered 405 before
+any token is read; --checks all still checks those. The other checks of
+--checks all run as usual."""
+
+import schemathesis
+
+import st_hooks  # noqa: F401  (the hooks of every run)
+
+
+@schemathesis.check
+def answers_401_without_a_token(ctx, response, case):
+    if case.method.upper() not in ("GET", "POST"):
+        return None
+    if response.status_code != 401:
+        raise AssertionError(f"expected 401 without a token, got {response.status_code}")
+    challenge = response.headers.get("www-authenticate", [""])
+    challenge = challenge[0] if isinstance(challenge, list) else challenge
+    if not challenge.startswith('Bearer realm="plants"'):
+        raise AssertionError(f"unexpected WWW-Authenticate: {challenge!r}")
