@@ -7,7 +7,7 @@ use lambda_http::{Error, service_fn};
 use plant_store::auth::{KeySource, Verifier};
 use plant_store::config::Config;
 use plant_store::http::PlantApi;
-use plant_store::store::PlantStore;
+use plant_store::store::{PlantStore, client_config};
 
 #[tokio::main]
 async fn main() -> Result<(), Error> {
@@ -15,7 +15,8 @@ async fn main() -> Result<(), Error> {
     let config = Config::from_env()?;
     let verifier = Verifier::new(KeySource::from_config(&config.keys)?, &config.rules);
     let sdk_config = aws_config::load_defaults(BehaviorVersion::latest()).await;
-    let store = PlantStore::new(aws_sdk_dynamodb::Client::new(&sdk_config), config.table);
+    let client = aws_sdk_dynamodb::Client::from_conf(client_config(&sdk_config));
+    let store = PlantStore::new(client, config.table);
     verifier.prefetch_keys().await;
     let api = PlantApi::new(verifier, store);
     let api = &api;

@@ -4,8 +4,11 @@
 //! attributes `name` (S) and `tag` (S, absent when the plant has none).
 
 use std::collections::HashMap;
+use std::time::Duration;
 
 use aws_sdk_dynamodb::Client;
+use aws_sdk_dynamodb::config::retry::RetryConfig;
+use aws_sdk_dynamodb::config::timeout::TimeoutConfig;
 use aws_sdk_dynamodb::error::{DisplayErrorContext, ProvideErrorMetadata, SdkError};
 use aws_sdk_dynamodb::operation::create_table::CreateTableError;
 use aws_sdk_dynamodb::operation::put_item::PutItemError;
@@ -17,6 +20,42 @@ use aws_sdk_dynamodb::types::{
 use crate::domain::{Limit, NewPlant, Owner, Plant, PlantId, PlantName, PlantTag};
 
 type Item = HashMap<String, AttributeValue>;
+
+// How long the store may take, chosen so that a 503 is always answered well
+// inside the function's 10 s timeout (template.yaml), even for a listing
+// that needs two Query calls after a slow JWKS fetch (1.5 s):
+// - a connection must open within 0.5 s (Lambda to DynamoDB is ~ms);
+// - each attempt gets 1 s (DynamoDB answers in single-digit ms; a 1 MB page
+//   is far below a second);
+// - 3 attempts in the SDK's standard mode, with jittered backoff from 50 ms
+//   up to 0.5 s, so a throttle or a dropped connection is retried quickly;
+// - 3.5 s for the whole operation, attempts and backoff included.
+const CONNECT_TIMEOUT: Duration = Duration::from_millis(500);
+const ATTEMPT_TIMEOUT: Duration = Duration::from_secs(1);
+const OPERATION_TIMEOUT: Duration = Duration::from_millis(3500);
+pub const MAX_ATTEMPTS: u32 = 3;
+const INITIAL_BACKOFF: Duration = Duration::from_millis(50);
+const MAX_BACKOFF: Duration = Duration::from_millis(500);
+
+/// The DynamoDB client's configuration: the SDK's standard settings (region,
+/// credentials, endpoint) with this service's retries and timeouts.
+pub fn client_config(sdk_config: &aws_config::SdkConfig) -> aws_sdk_dynamodb::Config {
+    aws_sdk_dynamodb::config::Builder::from(sdk_config)
+        .retry_config(
+            RetryConfig::standard()
+                .with_max_attempts(MAX_ATTEMPTS)
+                .with_initial_backoff(INITIAL_BACKOFF)
+                .with_max_backoff(MAX_BACKOFF),
+        )
+        .timeout_config(
+            TimeoutConfig::builder()
+                .connect_timeout(CONNECT_TIMEOUT)
+                .operation_attempt_timeout(ATTEMPT_TIMEOUT)
+                .operation_timeout(OPERATION_TIMEOUT)
+                .build(),
+        )
+        .build()
+}
 
 /// DynamoDB error codes that mean "try again later", not "this request is wrong".
 const RETRYABLE_CODES: [&str; 3] = [

@@ -3,6 +3,7 @@
 //! and requests that go through the production handler as real events.
 #![allow(dead_code)] // each test binary uses its own part of the harness
 
+pub mod fault_proxy;
 pub mod forgeries;
 pub mod key_server;
 
@@ -21,7 +22,7 @@ use lambda_http::{Body, Request, Response};
 use plant_store::auth::{KeySet, KeySource, TokenRules, Verifier};
 use plant_store::devkeys::DevKey;
 use plant_store::http::PlantApi;
-use plant_store::store::{PlantStore, create_table};
+use plant_store::store::{PlantStore, client_config, create_table};
 use serde_json::{Value, json};
 
 pub const ISSUER: &str = "https://issuer.plant-store.test";
@@ -87,20 +88,25 @@ impl Intercept for CallCounter {
 }
 
 pub async fn dynamodb_client() -> Client {
-    counted_dynamodb_client().await.0
+    counted_dynamodb_client(None).await.0
 }
 
-/// A client whose every request to DynamoDB is counted.
-pub async fn counted_dynamodb_client() -> (Client, CallCounter) {
+/// A client with the production configuration whose every request to
+/// DynamoDB is counted; through `endpoint` instead of DynamoDB Local if given.
+pub async fn counted_dynamodb_client(endpoint: Option<&str>) -> (Client, CallCounter) {
     assert!(
         std::env::var_os("AWS_ENDPOINT_URL_DYNAMODB").is_some(),
         "AWS_ENDPOINT_URL_DYNAMODB is not set: run the tests with scripts/test, which starts DynamoDB Local"
     );
     let sdk_config = aws_config::load_defaults(BehaviorVersion::latest()).await;
     let counter = CallCounter::default();
-    let config = aws_sdk_dynamodb::config::Builder::from(&sdk_config)
-        .interceptor(SharedInterceptor::new(counter.clone()))
-        .build();
+    let mut config = client_config(&sdk_config)
+        .to_builder()
+        .interceptor(SharedInterceptor::new(counter.clone()));
+    if let Some(endpoint) = endpoint {
+        config = config.endpoint_url(endpoint);
+    }
+    let config = config.build();
     (Client::from_conf(config), counter)
 }
 
@@ -146,16 +152,35 @@ impl TestApp {
     }
 
     pub async fn with_verifier(verifier: Verifier) -> Self {
-        let (client, calls) = counted_dynamodb_client().await;
+        Self::build(verifier, None).await
+    }
+
+    /// The function's client goes through `endpoint` (a fault proxy); the
+    /// table and the test's own reads stay on DynamoDB Local.
+    pub async fn with_store_endpoint(endpoint: &str) -> Self {
+        Self::build(verifier(), Some(endpoint)).await
+    }
+
+    async fn build(verifier: Verifier, store_endpoint: Option<&str>) -> Self {
+        let (client, direct_calls) = counted_dynamodb_client(None).await;
         let table = unique_table_name();
         create_table(&client, &table).await.unwrap();
-        let api = PlantApi::new(verifier, PlantStore::new(client.clone(), &table));
+        let (store_client, calls) = match store_endpoint {
+            None => (client.clone(), direct_calls),
+            Some(endpoint) => counted_dynamodb_client(Some(endpoint)).await,
+        };
+        let api = PlantApi::new(verifier, PlantStore::new(store_client, &table));
         Self {
             api,
             client,
             table,
             calls,
         }
+    }
+
+    /// DynamoDB Local's URL, as scripts/test exported it.
+    pub fn dynamodb_url() -> String {
+        std::env::var("AWS_ENDPOINT_URL_DYNAMODB").expect("run the tests with scripts/test")
     }
 
     /// How many requests the SDK has sent to DynamoDB so far.

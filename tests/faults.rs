@@ -1,0 +1,182 @@
+//! Store faults, injected by a proxy on 127.0.0.1 between the production
+//! client (retries and timeouts as configured) and DynamoDB Local: each ends
+//! in a precise answer well inside the function's 10 s timeout, with nothing
+//! lost and nothing written twice. Answer times are printed (--nocapture).
+
+mod common;
+
+use std::time::{Duration, Instant};
+
+use common::fault_proxy::{Fault, FaultProxy};
+use common::{TestApp, TestResponse, bearer};
+use plant_store::store::MAX_ATTEMPTS;
+use serde_json::json;
+
+/// Well inside the function's 10 s timeout: the SDK's operation timeout is 3.5 s.
+const ANSWER_WITHIN: Duration = Duration::from_millis(4500);
+const PLANT: &str = r#"{"id": 1, "name": "Fern", "tag": "green"}"#;
+
+struct Outcome {
+    response: TestResponse,
+    elapsed: Duration,
+    attempts: usize,
+}
+
+async fn post_through(first: &[Fault], then: Fault, case: &str) -> (TestApp, FaultProxy, Outcome) {
+    let proxy = FaultProxy::start(&TestApp::dynamodb_url(), first, then).await;
+    let app = TestApp::with_store_endpoint(&proxy.url).await;
+    let started = Instant::now();
+    let response = app.post(&bearer("alice"), PLANT).await;
+    let elapsed = started.elapsed();
+    let attempts = proxy.requests();
+    eprintln!(
+        "fault case {case}: {} in {:.0} ms after {attempts} attempt(s)",
+        response.status,
+        elapsed.as_secs_f64() * 1000.0
+    );
+    (
+        app,
+        proxy,
+        Outcome {
+            response,
+            elapsed,
+            attempts,
+        },
+    )
+}
+
+fn assert_unavailable(outcome: &Outcome) {
+    outcome.response.assert_error(503, "Retry-After");
+    assert_eq!(outcome.response.header("retry-after"), Some("1"));
+    assert!(
+        outcome.elapsed < ANSWER_WITHIN,
+        "answered after {:?}",
+        outcome.elapsed
+    );
+    let body = outcome.response.body.to_string();
+    for secret in [
+        "Throughput",
+        "dispatch",
+        "timeout",
+        "plants-",
+        "127.0.0.1",
+        "alice",
+    ] {
+        assert!(!body.contains(secret), "503 body leaks {secret:?}: {body}");
+    }
+}
+
+#[tokio::test]
+async fn two_throttles_then_success_writes_the_plant_once() {
+    let (app, _proxy, outcome) = post_through(
+        &[Fault::Throttle, Fault::Throttle],
+        Fault::PassThrough,
+        "2 throttles, then OK",
+    )
+    .await;
+    assert_eq!(outcome.response.status, 200, "{}", outcome.response.body);
+    assert_eq!(
+        outcome.response.body,
+        json!({"name": "Fern", "tag": "green"})
+    );
+    assert_eq!(outcome.attempts, 3);
+    assert_eq!(app.dynamodb_calls(), 3, "the SDK's own count of attempts");
+    assert_eq!(
+        app.stored_items().await,
+        vec![json!({"owner": "alice", "id": 1, "name": "Fern", "tag": "green"})]
+    );
+}
+
+#[tokio::test]
+async fn persistent_throttling_is_a_503_with_retry_after_inside_the_timeout() {
+    let (app, _proxy, outcome) = post_through(&[], Fault::Throttle, "persistent throttling").await;
+    assert_unavailable(&outcome);
+    assert_eq!(outcome.attempts, MAX_ATTEMPTS as usize);
+    assert!(app.stored_items().await.is_empty());
+}
+
+#[tokio::test]
+async fn a_hanging_store_is_a_503_inside_the_timeout_not_a_lambda_timeout() {
+    let (app, _proxy, outcome) = post_through(&[], Fault::Hang, "store hangs").await;
+    assert_unavailable(&outcome);
+    // Each attempt waited its 1 s before the next; the operation gave up in time.
+    assert!(
+        outcome.elapsed >= Duration::from_secs(1),
+        "{:?}",
+        outcome.elapsed
+    );
+    assert!(
+        (2..=MAX_ATTEMPTS as usize).contains(&outcome.attempts),
+        "{}",
+        outcome.attempts
+    );
+    assert!(app.stored_items().await.is_empty());
+}
+
+#[tokio::test]
+async fn reset_connections_are_a_503_after_retries() {
+    let (app, _proxy, outcome) = post_through(&[], Fault::Reset, "connection reset").await;
+    assert_unavailable(&outcome);
+    assert_eq!(outcome.attempts, MAX_ATTEMPTS as usize);
+    assert!(app.stored_items().await.is_empty());
+}
+
+#[tokio::test]
+async fn a_reset_then_success_is_retried_and_written_once() {
+    let (app, _proxy, outcome) =
+        post_through(&[Fault::Reset], Fault::PassThrough, "1 reset, then OK").await;
+    assert_eq!(outcome.response.status, 200, "{}", outcome.response.body);
+    assert_eq!(outcome.attempts, 2);
+    assert_eq!(app.stored_items().await.len(), 1);
+}
+
+#[tokio::test]
+async fn a_refused_connection_is_a_503() {
+    // A port that was just free: nothing listens there.
+    let closed = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap();
+    let app = TestApp::with_store_endpoint(&format!("http://{closed}")).await;
+    let started = Instant::now();
+    let response = app.post(&bearer("alice"), PLANT).await;
+    let outcome = Outcome {
+        response,
+        elapsed: started.elapsed(),
+        attempts: app.dynamodb_calls(),
+    };
+    eprintln!(
+        "fault case connection refused: {} in {:.0} ms after {} attempt(s)",
+        outcome.response.status,
+        outcome.elapsed.as_secs_f64() * 1000.0,
+        outcome.attempts
+    );
+    assert_unavailable(&outcome);
+    assert_eq!(outcome.attempts, MAX_ATTEMPTS as usize);
+}
+
+#[tokio::test]
+async fn an_unexpected_service_error_is_a_generic_500_not_retried() {
+    let (app, _proxy, outcome) =
+        post_through(&[], Fault::UnexpectedError, "unexpected error").await;
+    outcome.response.assert_error(500, "unexpected error");
+    assert!(!outcome.response.body.to_string().contains("Validation"));
+    assert_eq!(outcome.attempts, 1, "a non-transient error is not retried");
+    assert!(outcome.elapsed < ANSWER_WITHIN);
+    assert!(app.stored_items().await.is_empty());
+}
+
+#[tokio::test]
+async fn listing_under_persistent_throttling_is_a_503_too() {
+    let proxy = FaultProxy::start(&TestApp::dynamodb_url(), &[], Fault::Throttle).await;
+    let app = TestApp::with_store_endpoint(&proxy.url).await;
+    let started = Instant::now();
+    let response = app.get(&bearer("alice"), "limit=5").await;
+    let outcome = Outcome {
+        response,
+        elapsed: started.elapsed(),
+        attempts: proxy.requests(),
+    };
+    assert_unavailable(&outcome);
+    assert_eq!(outcome.attempts, MAX_ATTEMPTS as usize);
+}
