@@ -253,6 +253,12 @@ fn bearer_token(headers: &HeaderMap) -> Result<&str, AuthError> {
         return Err(AuthError::RepeatedHeader);
     }
     let value = value.to_str().map_err(|_| AuthError::MissingToken)?;
+    // HTTP APIs and function URLs join repeated headers with a comma, and a
+    // token never holds one (RFC 6750 b64token). REST API events arrive with
+    // the last value only: lambda_http keeps API Gateway's single `headers`.
+    if value.contains(',') {
+        return Err(AuthError::RepeatedHeader);
+    }
     let (scheme, token) = value.split_once(' ').ok_or(AuthError::MissingToken)?;
     // The auth-scheme is case-insensitive (RFC 9110, section 11.1).
     if !scheme.eq_ignore_ascii_case("bearer") {
@@ -296,6 +302,10 @@ mod tests {
         );
         assert_eq!(
             bearer_token(&headers(&["Bearer a", "Bearer b"])),
+            Err(AuthError::RepeatedHeader)
+        );
+        assert_eq!(
+            bearer_token(&headers(&["Bearer a,Bearer b"])),
             Err(AuthError::RepeatedHeader)
         );
     }

@@ -7,7 +7,7 @@ use std::fmt;
 
 use base64::Engine;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
-use serde::de::{Deserializer, IgnoredAny, MapAccess, Visitor};
+use serde::de::{Deserializer, MapAccess, Visitor};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
@@ -297,7 +297,10 @@ impl<'de> Visitor<'de> for BodyFieldsVisitor {
                 "name" => ("name", &mut fields.name),
                 "tag" => ("tag", &mut fields.tag),
                 _ => {
-                    map.next_value::<IgnoredAny>()?;
+                    // Read (and drop) as a Value rather than IgnoredAny: it
+                    // keeps serde_json's nesting limit, so a body nested too
+                    // deep is refused wherever the nesting is.
+                    map.next_value::<Value>()?;
                     continue;
                 }
             };
