@@ -13,6 +13,7 @@ use serde::Serialize;
 use crate::auth::Verifier;
 use crate::domain::{Cursor, Limit, NewPlant};
 use crate::error::ApiError;
+use crate::metrics;
 use crate::store::{Created, PlantStore};
 
 /// Request bodies larger than this are refused with 413.
@@ -47,14 +48,21 @@ impl PlantApi {
                 error.into_response()
             }
         };
+        let status = response.status().as_u16();
+        let latency_ms = started.elapsed().as_secs_f64() * 1000.0;
         tracing::info!(
             request_id,
             method = %request.method(),
             path = request.uri().path(),
-            status = response.status().as_u16(),
-            latency_ms = started.elapsed().as_secs_f64() * 1000.0,
+            status,
+            latency_ms,
             "request"
         );
+        let route = metrics::route_name(
+            request.method().as_str(),
+            route_path(&request) == PLANTS_PATH,
+        );
+        println!("{}", metrics::emf_line(route, status, latency_ms));
         response
     }
 

@@ -12,4 +12,5 @@ pub mod domain;
 pub mod error;
 pub mod http;
 pub mod jwks;
+pub mod metrics;
 pub mod store;

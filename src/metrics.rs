@@ -1,0 +1,91 @@
+//! Request metrics as CloudWatch Embedded Metric Format: one JSON object per
+//! request on stdout, which CloudWatch Logs turns into metrics with no extra
+//! AWS call. Namespace `PlantStore`; dimensions `Route` and
+//! `Route` + `StatusClass`; metrics `Requests`, `Latency`, `ClientErrors`
+//! and `ServerErrors`.
+
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use serde_json::json;
+
+pub const NAMESPACE: &str = "PlantStore";
+
+/// The `Route` dimension: the two operations, or `other` for every unknown
+/// path or method, so that callers cannot create dimension values at will.
+pub fn route_name(method: &str, known_route: bool) -> &'static str {
+    match (known_route, method) {
+        (true, "GET") => "GET /plants",
+        (true, "POST") => "POST /plants",
+        _ => "other",
+    }
+}
+
+/// The EMF line for one request.
+pub fn emf_line(route: &str, status: u16, latency_ms: f64) -> String {
+    let timestamp_ms = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|elapsed| elapsed.as_millis() as u64)
+        .unwrap_or(0);
+    json!({
+        "_aws": {
+            "Timestamp": timestamp_ms,
+            "CloudWatchMetrics": [{
+                "Namespace": NAMESPACE,
+                "Dimensions": [["Route"], ["Route", "StatusClass"]],
+                "Metrics": [
+                    {"Name": "Requests", "Unit": "Count"},
+                    {"Name": "Latency", "Unit": "Milliseconds"},
+                    {"Name": "ClientErrors", "Unit": "Count"},
+                    {"Name": "ServerErrors", "Unit": "Count"}
+                ]
+            }]
+        },
+        "Route": route,
+        "StatusClass": format!("{}xx", status / 100),
+        "Requests": 1,
+        "Latency": latency_ms,
+        "ClientErrors": u8::from((400..500).contains(&status)),
+        "ServerErrors": u8::from(status >= 500)
+    })
+    .to_string()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::Value;
+
+    #[test]
+    fn an_emf_line_declares_its_metrics_and_carries_their_values() {
+        let line: Value = serde_json::from_str(&emf_line("POST /plants", 503, 12.5)).unwrap();
+        let directive = &line["_aws"]["CloudWatchMetrics"][0];
+        assert_eq!(directive["Namespace"], "PlantStore");
+        assert!(line["_aws"]["Timestamp"].as_u64().unwrap() > 1_700_000_000_000);
+        // Every declared dimension and metric has a value at the top level.
+        for dimension_set in directive["Dimensions"].as_array().unwrap() {
+            for dimension in dimension_set.as_array().unwrap() {
+                assert!(line[dimension.as_str().unwrap()].is_string(), "{dimension}");
+            }
+        }
+        for metric in directive["Metrics"].as_array().unwrap() {
+            assert!(
+                line[metric["Name"].as_str().unwrap()].is_number(),
+                "{metric}"
+            );
+        }
+        assert_eq!(line["StatusClass"], "5xx");
+        assert_eq!(
+            (line["ClientErrors"].as_u64(), line["ServerErrors"].as_u64()),
+            (Some(0), Some(1))
+        );
+        assert_eq!(line["Latency"], 12.5);
+    }
+
+    #[test]
+    fn unknown_routes_share_one_dimension_value() {
+        assert_eq!(route_name("GET", true), "GET /plants");
+        assert_eq!(route_name("POST", true), "POST /plants");
+        assert_eq!(route_name("DELETE", true), "other");
+        assert_eq!(route_name("GET", false), "other");
+    }
+}
