@@ -22,27 +22,34 @@ struct Outcome {
     attempts: usize,
 }
 
+/// Sends one request and reports its status, time and the SDK's attempts
+/// (counted by the store client's interceptor).
+async fn measure(
+    case: &str,
+    app: &TestApp,
+    response: impl Future<Output = TestResponse>,
+) -> Outcome {
+    let started = Instant::now();
+    let response = response.await;
+    let outcome = Outcome {
+        response,
+        elapsed: started.elapsed(),
+        attempts: app.dynamodb_calls(),
+    };
+    eprintln!(
+        "fault case {case}: {} in {:.0} ms after {} attempt(s)",
+        outcome.response.status,
+        outcome.elapsed.as_secs_f64() * 1000.0,
+        outcome.attempts
+    );
+    outcome
+}
+
 async fn post_through(first: &[Fault], then: Fault, case: &str) -> (TestApp, FaultProxy, Outcome) {
     let proxy = FaultProxy::start(&TestApp::dynamodb_url(), first, then).await;
     let app = TestApp::with_store_endpoint(&proxy.url).await;
-    let started = Instant::now();
-    let response = app.post(&bearer("alice"), PLANT).await;
-    let elapsed = started.elapsed();
-    let attempts = proxy.requests();
-    eprintln!(
-        "fault case {case}: {} in {:.0} ms after {attempts} attempt(s)",
-        response.status,
-        elapsed.as_secs_f64() * 1000.0
-    );
-    (
-        app,
-        proxy,
-        Outcome {
-            response,
-            elapsed,
-            attempts,
-        },
-    )
+    let outcome = measure(case, &app, app.post(&bearer("alice"), PLANT)).await;
+    (app, proxy, outcome)
 }
 
 fn assert_unavailable(outcome: &Outcome) {
@@ -68,7 +75,7 @@ fn assert_unavailable(outcome: &Outcome) {
 
 #[tokio::test]
 async fn two_throttles_then_success_writes_the_plant_once() {
-    let (app, _proxy, outcome) = post_through(
+    let (app, proxy, outcome) = post_through(
         &[Fault::Throttle, Fault::Throttle],
         Fault::PassThrough,
         "2 throttles, then OK",
@@ -80,7 +87,7 @@ async fn two_throttles_then_success_writes_the_plant_once() {
         json!({"name": "Fern", "tag": "green"})
     );
     assert_eq!(outcome.attempts, 3);
-    assert_eq!(app.dynamodb_calls(), 3, "the SDK's own count of attempts");
+    assert_eq!(proxy.requests(), 3, "the proxy saw every attempt");
     assert_eq!(
         app.stored_items().await,
         vec![json!({"owner": "alice", "id": 1, "name": "Fern", "tag": "green"})]
@@ -138,19 +145,12 @@ async fn a_refused_connection_is_a_503() {
         .local_addr()
         .unwrap();
     let app = TestApp::with_store_endpoint(&format!("http://{closed}")).await;
-    let started = Instant::now();
-    let response = app.post(&bearer("alice"), PLANT).await;
-    let outcome = Outcome {
-        response,
-        elapsed: started.elapsed(),
-        attempts: app.dynamodb_calls(),
-    };
-    eprintln!(
-        "fault case connection refused: {} in {:.0} ms after {} attempt(s)",
-        outcome.response.status,
-        outcome.elapsed.as_secs_f64() * 1000.0,
-        outcome.attempts
-    );
+    let outcome = measure(
+        "connection refused",
+        &app,
+        app.post(&bearer("alice"), PLANT),
+    )
+    .await;
     assert_unavailable(&outcome);
     assert_eq!(outcome.attempts, MAX_ATTEMPTS as usize);
 }
@@ -170,13 +170,12 @@ async fn an_unexpected_service_error_is_a_generic_500_not_retried() {
 async fn listing_under_persistent_throttling_is_a_503_too() {
     let proxy = FaultProxy::start(&TestApp::dynamodb_url(), &[], Fault::Throttle).await;
     let app = TestApp::with_store_endpoint(&proxy.url).await;
-    let started = Instant::now();
-    let response = app.get(&bearer("alice"), "limit=5").await;
-    let outcome = Outcome {
-        response,
-        elapsed: started.elapsed(),
-        attempts: proxy.requests(),
-    };
+    let outcome = measure(
+        "listing, persistent throttling",
+        &app,
+        app.get(&bearer("alice"), "limit=5"),
+    )
+    .await;
     assert_unavailable(&outcome);
     assert_eq!(outcome.attempts, MAX_ATTEMPTS as usize);
 }

@@ -291,19 +291,7 @@ fn cases() -> Vec<Case> {
         "`tag`",
     );
     // Every bad limit.
-    for query in [
-        "limit=0",
-        "limit=-1",
-        "limit=1001",
-        "limit=1.5",
-        "limit=abc",
-        "limit=",
-        "limit=1e2",
-        "limit=%2B5",
-        "limit=%205",
-        "limit=5&limit=6",
-        "limit=99999999999999999999",
-    ] {
+    for query in common::BAD_LIMIT_QUERIES {
         add(&format!("GET {query}"), get(query), 400, "`limit`");
     }
     // Authorization abuse.

@@ -99,35 +99,10 @@ async fn serve(
             let then = plan.then;
             plan.first.pop_front().unwrap_or(then)
         };
-        match fault {
-            Fault::PassThrough => match forward(&upstream, &request).await {
-                Some(response) => {
-                    if client.write_all(&response).await.is_err() {
-                        return;
-                    }
-                }
-                None => return,
-            },
-            Fault::Throttle => {
-                let body = r#"{"__type":"com.amazonaws.dynamodb.v20120810#ProvisionedThroughputExceededException","message":"The level of configured provisioned throughput for the table was exceeded."}"#;
-                if client
-                    .write_all(error_response(body).as_bytes())
-                    .await
-                    .is_err()
-                {
-                    return;
-                }
-            }
-            Fault::UnexpectedError => {
-                let body = r#"{"__type":"com.amazon.coral.validate#ValidationException","message":"Injected unexpected error"}"#;
-                if client
-                    .write_all(error_response(body).as_bytes())
-                    .await
-                    .is_err()
-                {
-                    return;
-                }
-            }
+        let answer = match fault {
+            Fault::PassThrough => forward(&upstream, &request).await,
+            Fault::Throttle => Some(error_response(THROTTLED)),
+            Fault::UnexpectedError => Some(error_response(UNEXPECTED)),
             Fault::Hang => {
                 // Wait until the client gives up and closes the connection.
                 let mut sink = [0u8; 1024];
@@ -140,15 +115,23 @@ async fn serve(
                 let _ = client.set_linger(Some(Duration::ZERO));
                 return;
             }
+        };
+        match answer {
+            Some(answer) if client.write_all(&answer).await.is_ok() => {}
+            _ => return,
         }
     }
 }
 
-fn error_response(body: &str) -> String {
+const THROTTLED: &str = r#"{"__type":"com.amazonaws.dynamodb.v20120810#ProvisionedThroughputExceededException","message":"The level of configured provisioned throughput for the table was exceeded."}"#;
+const UNEXPECTED: &str = r#"{"__type":"com.amazon.coral.validate#ValidationException","message":"Injected unexpected error"}"#;
+
+fn error_response(body: &str) -> Vec<u8> {
     format!(
         "HTTP/1.1 400 Bad Request\r\ncontent-type: application/x-amz-json-1.0\r\nx-amzn-requestid: fault-proxy\r\ncontent-length: {}\r\n\r\n{body}",
         body.len()
     )
+    .into_bytes()
 }
 
 /// One whole request (head and Content-Length body) from the connection, or

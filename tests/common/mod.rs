@@ -27,6 +27,20 @@ use serde_json::{Value, json};
 
 pub const ISSUER: &str = "https://issuer.plant-store.test";
 pub const AUDIENCE: &str = "plant-store-tests";
+/// Every kind of bad `limit` the contract names, as query strings.
+pub const BAD_LIMIT_QUERIES: [&str; 11] = [
+    "limit=0",
+    "limit=-1",
+    "limit=1001",
+    "limit=1.5",
+    "limit=abc",
+    "limit=",
+    "limit=1e2",
+    "limit=%2B5",
+    "limit=%205",
+    "limit=5&limit=6",
+    "limit=99999999999999999999",
+];
 pub const CHALLENGE: &str = r#"Bearer realm="plants""#;
 pub const INVALID_TOKEN: &str = r#"Bearer realm="plants", error="invalid_token""#;
 
