@@ -1,0 +1,77 @@
+//! Any `Authorization` header value (and any token inside it): verification
+//! never panics and never accepts a token that is not signed by the
+//! configured key; a genuine token keeps verifying.
+#![no_main]
+
+use std::sync::OnceLock;
+
+use jsonwebtoken::Algorithm;
+use lambda_http::http::{HeaderMap, HeaderValue, header::AUTHORIZATION};
+use libfuzzer_sys::fuzz_target;
+use plant_store::auth::{KeySet, KeySource, TokenRules, Verifier};
+use plant_store::devkeys::DevKey;
+
+struct Setup {
+    runtime: tokio::runtime::Runtime,
+    verifier: Verifier,
+    genuine: String,
+}
+
+fn setup() -> &'static Setup {
+    static SETUP: OnceLock<Setup> = OnceLock::new();
+    SETUP.get_or_init(|| {
+        let key = DevKey::generate(Algorithm::EdDSA).unwrap();
+        let keys = KeySet::from_jwks_json(&DevKey::jwks_json(&[&key])).unwrap();
+        let rules = TokenRules {
+            issuer: "https://fuzz".into(),
+            audience: None,
+            cognito_client_id: None,
+        };
+        Setup {
+            runtime: tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+                .unwrap(),
+            verifier: Verifier::new(KeySource::Inline(keys), &rules),
+            genuine: key.token("https://fuzz", None, "fuzzer", 3600).unwrap(),
+        }
+    })
+}
+
+fn authenticate(setup: &Setup, value: &[u8]) -> bool {
+    let Ok(value) = HeaderValue::from_bytes(value) else {
+        return false;
+    };
+    let mut headers = HeaderMap::new();
+    headers.insert(AUTHORIZATION, value);
+    setup
+        .runtime
+        .block_on(setup.verifier.authenticate(&headers))
+        .is_ok()
+}
+
+fuzz_target!(|data: &[u8]| {
+    let setup = setup();
+    // The raw header value, then the same bytes as a bearer token.
+    let accepted = authenticate(setup, data);
+    let mut bearer = b"Bearer ".to_vec();
+    bearer.extend_from_slice(data);
+    let accepted_as_token = authenticate(setup, &bearer);
+    // Only the genuine token (possibly with spaces around it) may verify.
+    if accepted_as_token {
+        assert_eq!(
+            std::str::from_utf8(data).map(str::trim),
+            Ok(setup.genuine.as_str())
+        );
+    }
+    if accepted {
+        assert!(
+            data.windows(setup.genuine.len())
+                .any(|window| window == setup.genuine.as_bytes())
+        );
+    }
+    assert!(authenticate(
+        setup,
+        format!("Bearer {}", setup.genuine).as_bytes()
+    ));
+});
