@@ -39,7 +39,8 @@ impl PlantApi {
             .lambda_context_ref()
             .map(|context| context.request_id.clone());
         let request_id = request_id.as_deref().unwrap_or("-");
-        let response = match self.dispatch(&request).await {
+        let known_route = route_path(&request) == PLANTS_PATH;
+        let response = match self.dispatch(&request, known_route).await {
             Ok(response) => response,
             Err(error) => {
                 if let Some(detail) = error.log_detail() {
@@ -58,16 +59,17 @@ impl PlantApi {
             latency_ms,
             "request"
         );
-        let route = metrics::route_name(
-            request.method().as_str(),
-            route_path(&request) == PLANTS_PATH,
-        );
+        let route = metrics::route_name(request.method().as_str(), known_route);
         println!("{}", metrics::emf_line(route, status, latency_ms));
         response
     }
 
-    async fn dispatch(&self, request: &Request) -> Result<Response<Body>, ApiError> {
-        if route_path(request) != PLANTS_PATH {
+    async fn dispatch(
+        &self,
+        request: &Request,
+        known_route: bool,
+    ) -> Result<Response<Body>, ApiError> {
+        if !known_route {
             return Err(ApiError::NotFound);
         }
         match *request.method() {
