@@ -121,17 +121,11 @@ impl PlantStore {
     /// overwrites. On a conflict the stored plant comes back from the failed
     /// condition itself (no second read).
     pub async fn create(&self, owner: &Owner, new: &NewPlant) -> Result<Created, StoreError> {
-        let mut item = Item::from([
-            (
-                "owner".to_owned(),
-                AttributeValue::S(owner.as_str().to_owned()),
-            ),
-            ("id".to_owned(), AttributeValue::N(new.id.to_string())),
-            (
-                "name".to_owned(),
-                AttributeValue::S(new.plant.name.as_str().to_owned()),
-            ),
-        ]);
+        let mut item = item_key(owner, new.id);
+        item.insert(
+            "name".to_owned(),
+            AttributeValue::S(new.plant.name.as_str().to_owned()),
+        );
         if let Some(tag) = &new.plant.tag {
             item.insert("tag".to_owned(), AttributeValue::S(tag.as_str().to_owned()));
         }
@@ -170,15 +164,7 @@ impl PlantStore {
     ) -> Result<Page, StoreError> {
         let wanted = limit.get();
         let mut rows: Vec<(PlantId, Plant)> = Vec::with_capacity(wanted + 1);
-        let mut start_key = after.map(|id| {
-            Item::from([
-                (
-                    "owner".to_owned(),
-                    AttributeValue::S(owner.as_str().to_owned()),
-                ),
-                ("id".to_owned(), AttributeValue::N(id.to_string())),
-            ])
-        });
+        let mut start_key = after.map(|id| item_key(owner, id));
         loop {
             let remaining = i32::try_from(wanted + 1 - rows.len()).unwrap_or(i32::MAX);
             let page = self
@@ -221,6 +207,17 @@ pub struct Page {
     pub plants: Vec<Plant>,
     /// Set when more plants exist: the id the next page starts after.
     pub next_after: Option<PlantId>,
+}
+
+/// The primary key of an owner's plant: partition `owner`, sort key `id`.
+fn item_key(owner: &Owner, id: PlantId) -> Item {
+    Item::from([
+        (
+            "owner".to_owned(),
+            AttributeValue::S(owner.as_str().to_owned()),
+        ),
+        ("id".to_owned(), AttributeValue::N(id.to_string())),
+    ])
 }
 
 fn id_from_item(item: &Item) -> Result<PlantId, StoreError> {
