@@ -147,33 +147,10 @@ async fn limit_defaults_to_100_and_allows_up_to_1000() {
     for id in 0..101 {
         app.create("alice", json!({"id": id, "name": "p"})).await;
     }
-    assert_eq!(
-        app.get(&bearer("alice"), "")
-            .await
-            .body
-            .as_array()
-            .unwrap()
-            .len(),
-        100
-    );
-    assert_eq!(
-        app.get(&bearer("alice"), "limit=1000")
-            .await
-            .body
-            .as_array()
-            .unwrap()
-            .len(),
-        101
-    );
-    assert_eq!(
-        app.get(&bearer("alice"), "limit=1")
-            .await
-            .body
-            .as_array()
-            .unwrap()
-            .len(),
-        1
-    );
+    for (query, plants) in [("", 100), ("limit=1000", 101), ("limit=1", 1)] {
+        let listed = app.get(&bearer("alice"), query).await;
+        assert_eq!(listed.body.as_array().unwrap().len(), plants, "{query:?}");
+    }
 }
 
 #[tokio::test]

@@ -35,40 +35,22 @@ fn get(query: &str) -> Request {
         .build()
 }
 
-/// A real API Gateway REST (v1) event from events/, with these headers and
-/// body (base64-encoded, as Lambda delivers binary payloads, if `base64`).
-fn rest_event(multi_value_headers: Value, body: &str, base64: bool) -> Request {
+/// A real API Gateway REST (v1) event from events/ whose body is
+/// base64-encoded, as Lambda delivers binary payloads.
+fn binary_post(bytes: &[u8]) -> Request {
+    use base64::Engine;
     let path = concat!(
         env!("CARGO_MANIFEST_DIR"),
         "/events/rest-api/create-plant.json"
     );
     let mut event: Value = serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
-    let single: serde_json::Map<String, Value> = multi_value_headers
-        .as_object()
-        .unwrap()
-        .iter()
-        .map(|(name, values)| {
-            (
-                name.clone(),
-                values.as_array().unwrap().last().unwrap().clone(),
-            )
-        })
-        .collect();
-    event["headers"] = Value::Object(single);
-    event["multiValueHeaders"] = multi_value_headers;
-    event["body"] = json!(body);
-    event["isBase64Encoded"] = json!(base64);
+    let authorization = bearer("alice");
+    event["headers"] = json!({"Authorization": authorization, "Content-Type": "application/json"});
+    event["multiValueHeaders"] =
+        json!({"Authorization": [authorization], "Content-Type": ["application/json"]});
+    event["body"] = json!(base64::engine::general_purpose::STANDARD.encode(bytes));
+    event["isBase64Encoded"] = json!(true);
     lambda_http::request::from_str(&event.to_string()).unwrap()
-}
-
-fn binary_post(bytes: &[u8]) -> Request {
-    use base64::Engine;
-    let headers = json!({"Authorization": [bearer("alice")], "Content-Type": ["application/json"]});
-    rest_event(
-        headers,
-        &base64::engine::general_purpose::STANDARD.encode(bytes),
-        true,
-    )
 }
 
 fn nested(levels: usize) -> String {
