@@ -11,6 +11,7 @@ STARTED_PIDS=()
 LOCAL_ISSUER=https://plant-store.local
 LOCAL_AUDIENCE=plant-store
 LOCAL_KEY_DIR="$PWD/.local/keys"
+DEV_TOOL=target/debug/plant-store-dev
 
 log() { printf '==> %s\n' "$*" >&2; }
 
@@ -100,4 +101,42 @@ stop_started() {
 LOCAL_ISSUER=https://plant-store.local
 LOCAL_AUDIENCE=plant-store
 LOCAL_KEY_DIR="$PWD/.local/keys"
+DEV_TOOL=target/debug/plant-store-dev
+}
+
+# configure_local_function TABLE KEY_DIR: builds the dev tool, makes a local
+# signing key (kept if it exists) and the table, and exports the function's
+# whole configuration, as the environment it reads.
+configure_local_function() {
+  local table=$1 key_dir=$2
+  cargo build --quiet --bin plant-store-dev
+  "$DEV_TOOL" keygen --dir "$key_dir" >/dev/null
+  "$DEV_TOOL" create-table --name "$table"
+  export PLANTS_TABLE=$table AUTH_ISSUER=$LOCAL_ISSUER AUTH_AUDIENCE=$LOCAL_AUDIENCE
+  AUTH_JWKS=$(cat "$key_dir/jwks.json")
+  export AUTH_JWKS
+}
+
+# start_function PORT [cargo lambda watch options...]: runs the function under
+# `cargo lambda watch` on 127.0.0.1:PORT and waits until the function itself
+# answers (the watch server answers at once; the function's 401 comes after
+# its build).
+start_function() {
+  local port=$1 status=
+  shift
+  setsid cargo lambda watch --bin plant-store --invoke-address 127.0.0.1 --invoke-port "$port" "$@" &
+  STARTED_PIDS+=($!)
+  for _ in $(seq 1200); do
+    status=$(curl -s -o /dev/null -w '%{http_code}' "http://127.0.0.1:$port/plants" || true)
+    [ "$status" = 401 ] && return 0
+    sleep 0.5
+  done
+  log "the function did not answer on 127.0.0.1:$port (last status: ${status:-none})"
+  return 1
+}
+
+# mint_token KEY_DIR OWNER TTL_SECONDS: a token for the local issuer.
+mint_token() {
+  AUTH_ISSUER=$LOCAL_ISSUER AUTH_AUDIENCE=$LOCAL_AUDIENCE \
+    "$DEV_TOOL" token --dir "$1" --sub "$2" --ttl "$3"
 }
