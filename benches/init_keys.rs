@@ -4,16 +4,14 @@
 //! Both build the verifier as `main` does. Prints the figures and writes them
 //! to target/bench-results/init_keys.txt.
 
-#[path = "../tests/common/key_server.rs"]
-#[allow(dead_code)] // the benchmark only serves a fixed key set
-mod key_server;
-
 use std::time::{Duration, Instant};
 
 use jsonwebtoken::Algorithm;
-use plant_store::auth::{KeySource, TokenRules, Verifier};
-use plant_store::config::KeyConfig;
-use plant_store::devkeys::DevKey;
+use plant_store::auth::Verifier;
+use plant_store::config::{KeyConfig, KeyRefresh, TokenRules};
+use plant_store::jwks::KeySource;
+use plant_store_dev::DevKey;
+use plant_store_testkit::key_server;
 
 const ROUNDS: usize = 50;
 
@@ -40,14 +38,18 @@ async fn main() {
     for _ in 0..ROUNDS {
         let started = Instant::now();
         let source = KeySource::from_config(&KeyConfig::Inline(jwks.clone())).unwrap();
-        let verifier = Verifier::new(source, &rules);
-        verifier.prefetch_keys().await;
+        source.prefetch().await;
+        let _verifier = Verifier::new(source, &rules);
         inline.push(started.elapsed());
 
         let started = Instant::now();
-        let source = KeySource::from_config(&KeyConfig::Url(server.jwks_url.clone())).unwrap();
-        let verifier = Verifier::new(source, &rules);
-        verifier.prefetch_keys().await;
+        let source = KeySource::from_config(&KeyConfig::Url {
+            url: server.jwks_url.clone(),
+            refresh: KeyRefresh::default(),
+        })
+        .unwrap();
+        source.prefetch().await;
+        let _verifier = Verifier::new(source, &rules);
         remote.push(started.elapsed());
     }
     assert_eq!(server.fetches(), ROUNDS, "every remote init fetched once");

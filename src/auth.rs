@@ -1,21 +1,14 @@
 //! Bearer tokens: parse the `Authorization` header, verify the JWT against the
 //! issuer's signing keys, and yield the caller as an [`Owner`].
 
-use std::collections::HashMap;
-use std::fmt;
-
-use jsonwebtoken::jwk::{AlgorithmParameters, EllipticCurve, Jwk, JwkSet, PublicKeyUse};
-use jsonwebtoken::{Algorithm, DecodingKey, Validation, errors::ErrorKind};
+use jsonwebtoken::{Validation, errors::ErrorKind};
 use lambda_http::http::HeaderMap;
 use lambda_http::http::header::AUTHORIZATION;
 use serde::Deserialize;
 
-use crate::config::KeyConfig;
+use crate::config::TokenRules;
 use crate::domain::Owner;
-use crate::jwks::RemoteKeys;
-
-/// Only asymmetric signatures: `none` and HMAC are never accepted.
-const ACCEPTED_ALGORITHMS: [Algorithm; 3] = [Algorithm::RS256, Algorithm::ES256, Algorithm::EdDSA];
+use crate::jwks::{ACCEPTED_ALGORITHMS, KeySource};
 /// Clock skew tolerated on `exp` and `nbf`, in seconds.
 const LEEWAY_SECONDS: u64 = 30;
 /// Real tokens are a few hundred bytes to ~2 KiB; anything far larger is
@@ -33,119 +26,6 @@ pub enum AuthError {
     Expired,
     /// Any other reason: signature, key, algorithm, issuer, audience, claims.
     InvalidToken,
-}
-
-/// A verification key taken from a JWKS, with the one algorithm it verifies.
-#[derive(Clone)]
-pub struct VerificationKey {
-    algorithm: Algorithm,
-    key: DecodingKey,
-}
-
-/// The usable signing keys of a JWKS, by `kid`.
-#[derive(Clone, Default)]
-pub struct KeySet {
-    keys: HashMap<String, VerificationKey>,
-}
-
-#[derive(Debug)]
-pub struct KeySetError(String);
-
-impl fmt::Display for KeySetError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.0)
-    }
-}
-
-impl std::error::Error for KeySetError {}
-
-impl KeySet {
-    /// Parses a JWKS document. Keys that cannot verify one of the accepted
-    /// algorithms (encryption keys, symmetric keys, other curves, keys without
-    /// a `kid`) are skipped; a set with no usable key is an error.
-    pub fn from_jwks_json(json: &str) -> Result<Self, KeySetError> {
-        let set: JwkSet = serde_json::from_str(json)
-            .map_err(|error| KeySetError(format!("the key set is not a valid JWKS: {error}")))?;
-        let keys: HashMap<_, _> = set.keys.iter().filter_map(usable_key).collect();
-        if keys.is_empty() {
-            return Err(KeySetError(
-                "the key set has no usable signing key (RS256, ES256 or EdDSA with a kid)".into(),
-            ));
-        }
-        Ok(Self { keys })
-    }
-
-    pub(crate) fn get(&self, kid: &str) -> Option<&VerificationKey> {
-        self.keys.get(kid)
-    }
-
-    pub(crate) fn len(&self) -> usize {
-        self.keys.len()
-    }
-}
-
-fn usable_key(jwk: &Jwk) -> Option<(String, VerificationKey)> {
-    let kid = jwk.common.key_id.clone()?;
-    if matches!(&jwk.common.public_key_use, Some(usage) if *usage != PublicKeyUse::Signature) {
-        return None;
-    }
-    let algorithm = match &jwk.algorithm {
-        AlgorithmParameters::RSA(_) => Algorithm::RS256,
-        AlgorithmParameters::EllipticCurve(ec) if ec.curve == EllipticCurve::P256 => {
-            Algorithm::ES256
-        }
-        AlgorithmParameters::OctetKeyPair(okp) if okp.curve == EllipticCurve::Ed25519 => {
-            Algorithm::EdDSA
-        }
-        _ => return None,
-    };
-    // A key that names its algorithm is used for that algorithm only.
-    if let Some(declared) = jwk.common.key_algorithm
-        && declared != algorithm.into()
-    {
-        return None;
-    }
-    let key = DecodingKey::from_jwk(jwk).ok()?;
-    Some((kid, VerificationKey { algorithm, key }))
-}
-
-/// Where verification keys come from: a key set given inline in the
-/// configuration (local use), or the issuer's JWKS URL (production).
-pub enum KeySource {
-    Inline(KeySet),
-    Remote(Box<RemoteKeys>),
-}
-
-impl KeySource {
-    pub fn from_config(config: &KeyConfig) -> Result<Self, String> {
-        match config {
-            KeyConfig::Inline(jwks) => KeySet::from_jwks_json(jwks)
-                .map(Self::Inline)
-                .map_err(|error| error.to_string()),
-            KeyConfig::Url(url) => {
-                RemoteKeys::new(url).map(|remote| Self::Remote(Box::new(remote)))
-            }
-        }
-    }
-
-    async fn key(&self, kid: &str) -> Option<VerificationKey> {
-        match self {
-            Self::Inline(set) => set.get(kid).cloned(),
-            Self::Remote(remote) => remote.key(kid).await,
-        }
-    }
-}
-
-/// What a token must say, besides a valid signature and `exp`.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct TokenRules {
-    /// The required `iss`.
-    pub issuer: String,
-    /// The required `aud`, if any.
-    pub audience: Option<String>,
-    /// Amazon Cognito mode: only access tokens (`token_use` "access") issued
-    /// to this app client (`client_id`); Cognito access tokens have no `aud`.
-    pub cognito_client_id: Option<String>,
 }
 
 #[derive(Deserialize)]
@@ -191,16 +71,6 @@ impl Verifier {
             keys,
             validations,
             cognito_client_id: rules.cognito_client_id.clone(),
-        }
-    }
-
-    /// Fetches remote keys ahead of the first request (a no-op for inline
-    /// keys). A failure is logged, not fatal: requests retry the fetch.
-    pub async fn prefetch_keys(&self) {
-        if let KeySource::Remote(remote) = &self.keys
-            && let Err(error) = remote.refresh().await
-        {
-            tracing::warn!(%error, "no signing keys yet; the first requests will retry");
         }
     }
 
@@ -304,27 +174,5 @@ mod tests {
             bearer_token(&headers(&["Bearer a,Bearer b"])),
             Err(AuthError::RepeatedHeader)
         );
-    }
-
-    #[test]
-    fn only_signing_keys_of_accepted_algorithms_are_kept() {
-        let jwks = r#"{"keys": [
-            {"kty": "oct", "kid": "hmac", "k": "c2VjcmV0"},
-            {"kty": "OKP", "crv": "Ed25519", "kid": "enc", "use": "enc",
-             "x": "11qYAYKxCrfVS_7TyWQHOg7hcvPapiMlrwIaaPcHURo"},
-            {"kty": "OKP", "crv": "Ed25519", "kid": "mismatch", "alg": "RS256",
-             "x": "11qYAYKxCrfVS_7TyWQHOg7hcvPapiMlrwIaaPcHURo"},
-            {"kty": "OKP", "crv": "Ed25519", "kid": "good", "use": "sig",
-             "x": "11qYAYKxCrfVS_7TyWQHOg7hcvPapiMlrwIaaPcHURo"}
-        ]}"#;
-        let set = KeySet::from_jwks_json(jwks).unwrap();
-        assert_eq!(set.keys.len(), 1);
-        assert!(set.get("good").is_some());
-    }
-
-    #[test]
-    fn a_set_without_usable_keys_is_refused() {
-        assert!(KeySet::from_jwks_json(r#"{"keys": []}"#).is_err());
-        assert!(KeySet::from_jwks_json("not json").is_err());
     }
 }

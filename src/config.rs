@@ -2,8 +2,7 @@
 
 use std::env;
 use std::fmt;
-
-use crate::auth::TokenRules;
+use std::time::Duration;
 
 /// Every setting the function reads. The DynamoDB endpoint, region and
 /// credentials are not here: the AWS SDK reads them itself, from its standard
@@ -19,13 +18,50 @@ pub struct Config {
     pub keys: KeyConfig,
 }
 
+/// What a token must say, besides a valid signature and `exp`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TokenRules {
+    /// The required `iss`.
+    pub issuer: String,
+    /// The required `aud`, if any.
+    pub audience: Option<String>,
+    /// Amazon Cognito mode: only access tokens (`token_use` "access") issued
+    /// to this app client (`client_id`); Cognito access tokens have no `aud`.
+    pub cognito_client_id: Option<String>,
+}
+
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum KeyConfig {
     /// `AUTH_JWKS`: the JSON of a JWKS, for local use.
     Inline(String),
     /// `AUTH_JWKS_URL`, or `{AUTH_ISSUER}/.well-known/jwks.json` when neither
-    /// it nor `AUTH_JWKS` is set.
-    Url(String),
+    /// it nor `AUTH_JWKS` is set; fetched on the schedule of `refresh`.
+    Url { url: String, refresh: KeyRefresh },
+}
+
+/// When the remote key set is fetched again. The environment does not set
+/// these: production runs with [`KeyRefresh::default`]; tests shorten them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct KeyRefresh {
+    /// The least time between two fetches caused by unknown `kid`s, so that a
+    /// flood of made-up `kid`s cannot become a flood of fetches.
+    pub refetch_interval: Duration,
+    /// The same while no key set has ever been fetched (the issuer was down
+    /// at start-up): sooner, but still not on every request.
+    pub retry_without_keys: Duration,
+    /// How long a fetched key set is trusted before a request refreshes it,
+    /// so that keys the issuer removed stop verifying.
+    pub max_age: Duration,
+}
+
+impl Default for KeyRefresh {
+    fn default() -> Self {
+        Self {
+            refetch_interval: Duration::from_secs(10),
+            retry_without_keys: Duration::from_secs(1),
+            max_age: Duration::from_secs(3600),
+        }
+    }
 }
 
 #[derive(Debug)]
@@ -53,10 +89,14 @@ impl Config {
         let optional = |name: &str| lookup(name).filter(|value| !value.trim().is_empty());
         let required = |name: &'static str| optional(name).ok_or(ConfigError(name));
         let issuer = required("AUTH_ISSUER")?;
+        let remote = |url| KeyConfig::Url {
+            url,
+            refresh: KeyRefresh::default(),
+        };
         let keys = match (optional("AUTH_JWKS"), optional("AUTH_JWKS_URL")) {
             (Some(jwks), _) => KeyConfig::Inline(jwks),
-            (None, Some(url)) => KeyConfig::Url(url),
-            (None, None) => KeyConfig::Url(format!(
+            (None, Some(url)) => remote(url),
+            (None, None) => remote(format!(
                 "{}/.well-known/jwks.json",
                 issuer.trim_end_matches('/')
             )),
@@ -86,6 +126,13 @@ mod tests {
         Config::from_lookup(|name| map.get(name).cloned())
     }
 
+    fn remote(url: &str) -> KeyConfig {
+        KeyConfig::Url {
+            url: url.into(),
+            refresh: KeyRefresh::default(),
+        }
+    }
+
     #[test]
     fn the_jwks_url_defaults_to_the_issuers_well_known_path() {
         let base = [
@@ -94,7 +141,7 @@ mod tests {
         ];
         assert_eq!(
             config(&base).unwrap().keys,
-            KeyConfig::Url("https://tenant.auth0.com/.well-known/jwks.json".into())
+            remote("https://tenant.auth0.com/.well-known/jwks.json")
         );
         let with_url = [
             base[0],
@@ -103,7 +150,7 @@ mod tests {
         ];
         assert_eq!(
             config(&with_url).unwrap().keys,
-            KeyConfig::Url("https://keys.example/jwks".into())
+            remote("https://keys.example/jwks")
         );
         let inline = [
             base[0],

@@ -2,13 +2,13 @@
 //! contract's Error body `{ "error": <status>, "message": <sentence> }`.
 
 use lambda_http::http::header::{ALLOW, RETRY_AFTER, WWW_AUTHENTICATE};
-use lambda_http::http::{HeaderValue, StatusCode};
+use lambda_http::http::{HeaderValue, Method, StatusCode};
 use lambda_http::{Body, Response};
 use serde::Serialize;
 
 use crate::auth::AuthError;
 use crate::domain::{PlantError, PlantId};
-use crate::http::{MAX_BODY_BYTES, json_response};
+use crate::response::json_response;
 use crate::store::StoreError;
 
 const CHALLENGE: &str = r#"Bearer realm="plants""#;
@@ -25,9 +25,14 @@ pub enum ApiError {
     NotFound,
     MethodNotAllowed {
         method: String,
+        path: &'static str,
+        /// What the path allows, for the message and the `Allow` header.
+        allowed: Vec<&'static Method>,
     },
     Conflict(PlantId),
-    PayloadTooLarge,
+    PayloadTooLarge {
+        max_bytes: usize,
+    },
     UnsupportedMediaType,
     /// The store is throttled, timed out or unreachable after retries.
     Unavailable(String),
@@ -50,7 +55,7 @@ impl ApiError {
             Self::NotFound => StatusCode::NOT_FOUND,
             Self::MethodNotAllowed { .. } => StatusCode::METHOD_NOT_ALLOWED,
             Self::Conflict(_) => StatusCode::CONFLICT,
-            Self::PayloadTooLarge => StatusCode::PAYLOAD_TOO_LARGE,
+            Self::PayloadTooLarge { .. } => StatusCode::PAYLOAD_TOO_LARGE,
             Self::UnsupportedMediaType => StatusCode::UNSUPPORTED_MEDIA_TYPE,
             Self::Unavailable(_) => StatusCode::SERVICE_UNAVAILABLE,
             Self::Internal(_) => StatusCode::INTERNAL_SERVER_ERROR,
@@ -82,14 +87,19 @@ impl ApiError {
                 "The bearer token in the Authorization header is not valid.".into()
             }
             Self::NotFound => "No resource exists at this path.".into(),
-            Self::MethodNotAllowed { method } => {
-                format!("The method {method} is not allowed on /plants; use GET or POST.")
+            Self::MethodNotAllowed {
+                method,
+                path,
+                allowed,
+            } => {
+                let allowed = join(allowed, " or ");
+                format!("The method {method} is not allowed on {path}; use {allowed}.")
             }
             Self::Conflict(id) => {
                 format!("A plant with id {id} already exists with a different name or tag.")
             }
-            Self::PayloadTooLarge => {
-                format!("The request body must not exceed {MAX_BODY_BYTES} bytes.")
+            Self::PayloadTooLarge { max_bytes } => {
+                format!("The request body must not exceed {max_bytes} bytes.")
             }
             Self::UnsupportedMediaType => {
                 "The Content-Type header must be application/json.".into()
@@ -126,8 +136,11 @@ impl ApiError {
                     HeaderValue::from_static(CHALLENGE_INVALID_TOKEN),
                 );
             }
-            Self::MethodNotAllowed { .. } => {
-                headers.insert(ALLOW, HeaderValue::from_static("GET, POST"));
+            Self::MethodNotAllowed { allowed, .. } => {
+                // Method names are tokens: always a valid header value.
+                if let Ok(allow) = HeaderValue::from_str(&join(&allowed, ", ")) {
+                    headers.insert(ALLOW, allow);
+                }
             }
             Self::Unavailable(_) => {
                 headers.insert(RETRY_AFTER, HeaderValue::from_static(RETRY_AFTER_SECONDS));
@@ -136,6 +149,11 @@ impl ApiError {
         }
         response
     }
+}
+
+fn join(methods: &[&Method], separator: &str) -> String {
+    let names: Vec<&str> = methods.iter().map(|method| method.as_str()).collect();
+    names.join(separator)
 }
 
 impl From<PlantError> for ApiError {

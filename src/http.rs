@@ -5,20 +5,20 @@
 use std::time::Instant;
 
 use lambda_http::http::header::{CONTENT_TYPE, LINK};
-use lambda_http::http::{HeaderMap, HeaderValue, Method, StatusCode};
+use lambda_http::http::{HeaderMap, HeaderValue, StatusCode};
 use lambda_http::request::RequestContext;
 use lambda_http::{Body, Request, RequestExt, Response};
-use serde::Serialize;
 
 use crate::auth::Verifier;
-use crate::domain::{Cursor, Limit, NewPlant};
+use crate::domain::{Cursor, Limit, NewPlant, Owner};
 use crate::error::ApiError;
 use crate::metrics;
+use crate::response::json_response;
+use crate::route::{Operation, Route};
 use crate::store::{Created, PlantStore};
 
 /// Request bodies larger than this are refused with 413.
-pub const MAX_BODY_BYTES: usize = 16 * 1024;
-const PLANTS_PATH: &str = "/plants";
+const MAX_BODY_BYTES: usize = 16 * 1024;
 
 /// The Plant Store API: the handler that production and the tests both run.
 pub struct PlantApi {
@@ -39,8 +39,8 @@ impl PlantApi {
             .lambda_context_ref()
             .map(|context| context.request_id.clone());
         let request_id = request_id.as_deref().unwrap_or("-");
-        let known_route = route_path(&request) == PLANTS_PATH;
-        let response = match self.dispatch(&request, known_route).await {
+        let route = Route::resolve(request.method(), route_path(&request));
+        let response = match self.dispatch(&request, route).await {
             Ok(response) => response,
             Err(error) => {
                 if let Some(detail) = error.log_detail() {
@@ -59,37 +59,48 @@ impl PlantApi {
             latency_ms,
             "request"
         );
-        let route = metrics::route_name(request.method().as_str(), known_route);
-        println!("{}", metrics::emf_line(route, status, latency_ms));
+        println!(
+            "{}",
+            metrics::emf_line(route.metric_name(), status, latency_ms)
+        );
         response
     }
 
-    async fn dispatch(
-        &self,
-        request: &Request,
-        known_route: bool,
-    ) -> Result<Response<Body>, ApiError> {
-        if !known_route {
-            return Err(ApiError::NotFound);
-        }
-        match *request.method() {
-            Method::GET => self.list_plants(request).await,
-            Method::POST => self.create_plant(request).await,
-            _ => Err(ApiError::MethodNotAllowed {
-                method: request.method().to_string(),
-            }),
+    /// Every route needs a token: it is verified here, once, and each
+    /// operation receives the caller it names.
+    async fn dispatch(&self, request: &Request, route: Route) -> Result<Response<Body>, ApiError> {
+        let operation = match route {
+            Route::Found(route) => route.operation,
+            Route::MethodNotAllowed { path } => {
+                return Err(ApiError::MethodNotAllowed {
+                    method: request.method().to_string(),
+                    path,
+                    allowed: Route::allowed_methods(path),
+                });
+            }
+            Route::NotFound => return Err(ApiError::NotFound),
+        };
+        let owner = self.verifier.authenticate(request.headers()).await?;
+        match operation {
+            Operation::ListPlants => self.list_plants(&owner, request).await,
+            Operation::CreatePlant => self.create_plant(&owner, request).await,
         }
     }
 
-    async fn create_plant(&self, request: &Request) -> Result<Response<Body>, ApiError> {
-        let owner = self.verifier.authenticate(request.headers()).await?;
+    async fn create_plant(
+        &self,
+        owner: &Owner,
+        request: &Request,
+    ) -> Result<Response<Body>, ApiError> {
         require_json_content_type(request.headers())?;
         let body: &[u8] = request.body().as_ref();
         if body.len() > MAX_BODY_BYTES {
-            return Err(ApiError::PayloadTooLarge);
+            return Err(ApiError::PayloadTooLarge {
+                max_bytes: MAX_BODY_BYTES,
+            });
         }
         let new = NewPlant::from_json(body)?;
-        match self.store.create(&owner, &new).await? {
+        match self.store.create(owner, &new).await? {
             Created::New => Ok(json_response(StatusCode::OK, &new.plant)),
             // The same plant again: a safe retry, answered as the first time.
             Created::AlreadyStored(stored) if stored == new.plant => {
@@ -99,13 +110,16 @@ impl PlantApi {
         }
     }
 
-    async fn list_plants(&self, request: &Request) -> Result<Response<Body>, ApiError> {
-        let owner = self.verifier.authenticate(request.headers()).await?;
+    async fn list_plants(
+        &self,
+        owner: &Owner,
+        request: &Request,
+    ) -> Result<Response<Body>, ApiError> {
         let limit = limit_parameter(request)?;
         let cursor = cursor_parameter(request)?;
         let page = self
             .store
-            .list(&owner, limit, cursor.map(|cursor| cursor.after))
+            .list(owner, limit, cursor.map(|cursor| cursor.after))
             .await?;
         let mut response = json_response(StatusCode::OK, &page.plants);
         if let Some(after) = page.next_after {
@@ -122,18 +136,6 @@ impl PlantApi {
         }
         Ok(response)
     }
-}
-
-/// A JSON response: every response of the API is built here.
-pub(crate) fn json_response(status: StatusCode, body: &impl Serialize) -> Response<Body> {
-    // Serialising our plain structs of strings and numbers cannot fail.
-    let json = serde_json::to_string(body).unwrap_or_default();
-    let mut response = Response::new(Body::Text(json));
-    *response.status_mut() = status;
-    response
-        .headers_mut()
-        .insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
-    response
 }
 
 /// The path the route is matched on: the event's own path, without the API

@@ -1,15 +1,19 @@
-//! The issuer's signing keys, fetched from its JWKS URL and cached by `kid`.
+//! The issuer's signing keys: a JWKS parsed into the keys this API accepts,
+//! given inline (local use) or fetched from the issuer's JWKS URL and cached
+//! by `kid` (production).
 //!
-//! - Fetched over HTTPS (plain HTTP only for a loopback host, for tests) with
-//!   the hyper/rustls stack the AWS SDK already builds: no extra crates.
-//! - A fetch is bounded: 1.5 s for the whole exchange, 150 KB of body.
-//! - A token with an unknown `kid` triggers at most one refetch per 10 s, so
-//!   a flood of made-up `kid`s cannot become a flood of fetches; concurrent
-//!   misses wait for the one fetch in flight instead of starting their own.
-//! - A key set older than an hour is refreshed by the next request, so keys
-//!   the issuer removed stop verifying; a failed refetch keeps the last good
-//!   key set serving.
+//! The remote source:
+//! - fetches over HTTPS (plain HTTP only for a loopback host, for tests) with
+//!   the hyper/rustls stack the AWS SDK already builds: no extra crates;
+//! - bounds a fetch: 1.5 s for the whole exchange, 150 KB of body;
+//! - refetches for an unknown `kid` at most once per
+//!   [`KeyRefresh::refetch_interval`], and concurrent misses wait for the one
+//!   fetch in flight instead of starting their own;
+//! - refreshes a key set older than [`KeyRefresh::max_age`] on the next
+//!   request; a failed refetch keeps the last good key set serving.
 
+use std::collections::HashMap;
+use std::fmt;
 use std::sync::RwLock;
 use std::time::{Duration, Instant};
 
@@ -19,19 +23,128 @@ use hyper_rustls::{HttpsConnector, HttpsConnectorBuilder};
 use hyper_util::client::legacy::Client;
 use hyper_util::client::legacy::connect::HttpConnector;
 use hyper_util::rt::TokioExecutor;
+use jsonwebtoken::jwk::{AlgorithmParameters, EllipticCurve, Jwk, JwkSet, PublicKeyUse};
+use jsonwebtoken::{Algorithm, DecodingKey};
 use lambda_http::http::Uri;
 
-use crate::auth::{KeySet, VerificationKey};
+use crate::config::{KeyConfig, KeyRefresh};
 
+/// Only asymmetric signatures: `none` and HMAC are never accepted.
+pub(crate) const ACCEPTED_ALGORITHMS: [Algorithm; 3] =
+    [Algorithm::RS256, Algorithm::ES256, Algorithm::EdDSA];
 const FETCH_TIMEOUT: Duration = Duration::from_millis(1500);
 const MAX_JWKS_BYTES: usize = 150 * 1024;
-/// The least time between two fetches caused by unknown `kid`s.
-const REFETCH_INTERVAL: Duration = Duration::from_secs(10);
-/// How long a fetched key set is trusted before a request refreshes it.
-const MAX_KEY_SET_AGE: Duration = Duration::from_secs(3600);
-/// While no key set has ever been fetched (the issuer was down at start-up),
-/// retry sooner, but still not on every request.
-const RETRY_INTERVAL_WITHOUT_KEYS: Duration = Duration::from_secs(1);
+
+/// A verification key taken from a JWKS, with the one algorithm it verifies.
+#[derive(Clone)]
+pub(crate) struct VerificationKey {
+    pub(crate) algorithm: Algorithm,
+    pub(crate) key: DecodingKey,
+}
+
+/// The usable signing keys of a JWKS, by `kid`.
+#[derive(Clone, Default)]
+pub struct KeySet {
+    keys: HashMap<String, VerificationKey>,
+}
+
+#[derive(Debug)]
+pub struct KeySetError(String);
+
+impl fmt::Display for KeySetError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for KeySetError {}
+
+impl KeySet {
+    /// Parses a JWKS document. Keys that cannot verify one of the accepted
+    /// algorithms (encryption keys, symmetric keys, other curves, keys without
+    /// a `kid`) are skipped; a set with no usable key is an error.
+    pub fn from_jwks_json(json: &str) -> Result<Self, KeySetError> {
+        let set: JwkSet = serde_json::from_str(json)
+            .map_err(|error| KeySetError(format!("the key set is not a valid JWKS: {error}")))?;
+        let keys: HashMap<_, _> = set.keys.iter().filter_map(usable_key).collect();
+        if keys.is_empty() {
+            return Err(KeySetError(
+                "the key set has no usable signing key (RS256, ES256 or EdDSA with a kid)".into(),
+            ));
+        }
+        Ok(Self { keys })
+    }
+
+    pub(crate) fn get(&self, kid: &str) -> Option<&VerificationKey> {
+        self.keys.get(kid)
+    }
+
+    pub(crate) fn len(&self) -> usize {
+        self.keys.len()
+    }
+}
+
+fn usable_key(jwk: &Jwk) -> Option<(String, VerificationKey)> {
+    let kid = jwk.common.key_id.clone()?;
+    if matches!(&jwk.common.public_key_use, Some(usage) if *usage != PublicKeyUse::Signature) {
+        return None;
+    }
+    let algorithm = match &jwk.algorithm {
+        AlgorithmParameters::RSA(_) => Algorithm::RS256,
+        AlgorithmParameters::EllipticCurve(ec) if ec.curve == EllipticCurve::P256 => {
+            Algorithm::ES256
+        }
+        AlgorithmParameters::OctetKeyPair(okp) if okp.curve == EllipticCurve::Ed25519 => {
+            Algorithm::EdDSA
+        }
+        _ => return None,
+    };
+    // A key that names its algorithm is used for that algorithm only.
+    if let Some(declared) = jwk.common.key_algorithm
+        && declared != algorithm.into()
+    {
+        return None;
+    }
+    let key = DecodingKey::from_jwk(jwk).ok()?;
+    Some((kid, VerificationKey { algorithm, key }))
+}
+
+/// Where verification keys come from: a key set given inline in the
+/// configuration (local use), or the issuer's JWKS URL (production).
+pub enum KeySource {
+    Inline(KeySet),
+    Remote(Box<RemoteKeys>),
+}
+
+impl KeySource {
+    pub fn from_config(config: &KeyConfig) -> Result<Self, String> {
+        match config {
+            KeyConfig::Inline(jwks) => KeySet::from_jwks_json(jwks)
+                .map(Self::Inline)
+                .map_err(|error| error.to_string()),
+            KeyConfig::Url { url, refresh } => {
+                RemoteKeys::new(url, *refresh).map(|remote| Self::Remote(Box::new(remote)))
+            }
+        }
+    }
+
+    /// Fetches remote keys ahead of the first request (a no-op for inline
+    /// keys). A failure is logged, not fatal: requests retry the fetch.
+    pub async fn prefetch(&self) {
+        if let Self::Remote(remote) = self
+            && let Err(error) = remote.refresh().await
+        {
+            tracing::warn!(%error, "no signing keys yet; the first requests will retry");
+        }
+    }
+
+    pub(crate) async fn key(&self, kid: &str) -> Option<VerificationKey> {
+        match self {
+            Self::Inline(set) => set.get(kid).cloned(),
+            Self::Remote(remote) => remote.key(kid).await,
+        }
+    }
+}
 
 #[derive(Debug)]
 pub struct FetchError(String);
@@ -50,8 +163,10 @@ struct Cache {
     last_attempt: Option<Instant>,
 }
 
+/// The issuer's key set behind its JWKS URL, cached.
 pub struct RemoteKeys {
     url: Uri,
+    refresh: KeyRefresh,
     client: Client<HttpsConnector<HttpConnector>, Empty<Bytes>>,
     cache: RwLock<Cache>,
     /// Held for the duration of a fetch: one fetch at a time.
@@ -60,7 +175,7 @@ pub struct RemoteKeys {
 
 impl RemoteKeys {
     /// `url` must be `https://`, or `http://` to a loopback host.
-    pub fn new(url: &str) -> Result<Self, String> {
+    fn new(url: &str, refresh: KeyRefresh) -> Result<Self, String> {
         let url: Uri = url
             .parse()
             .map_err(|_| format!("the JWKS URL {url:?} is not a URL"))?;
@@ -79,6 +194,7 @@ impl RemoteKeys {
         let client = Client::builder(TokioExecutor::new()).build(connector);
         Ok(Self {
             url,
+            refresh,
             client,
             cache: RwLock::new(Cache {
                 keys: None,
@@ -90,12 +206,12 @@ impl RemoteKeys {
 
     /// Fetches the key set now, replacing the cache on success. Called once at
     /// start-up, where Lambda gives the function full CPU.
-    pub async fn refresh(&self) -> Result<(), FetchError> {
+    async fn refresh(&self) -> Result<(), FetchError> {
         let _fetching = self.fetching.lock().await;
         self.fetch_into_cache().await
     }
 
-    pub(crate) async fn key(&self, kid: &str) -> Option<VerificationKey> {
+    async fn key(&self, kid: &str) -> Option<VerificationKey> {
         let (key, fresh) = self.cached(kid);
         if key.is_some() && fresh {
             return key;
@@ -118,7 +234,10 @@ impl RemoteKeys {
             .read()
             .unwrap_or_else(|poisoned| poisoned.into_inner());
         match &cache.keys {
-            Some((keys, fetched)) => (keys.get(kid).cloned(), fetched.elapsed() < MAX_KEY_SET_AGE),
+            Some((keys, fetched)) => (
+                keys.get(kid).cloned(),
+                fetched.elapsed() < self.refresh.max_age,
+            ),
             None => (None, false),
         }
     }
@@ -129,8 +248,8 @@ impl RemoteKeys {
             .read()
             .unwrap_or_else(|poisoned| poisoned.into_inner());
         let interval = match cache.keys {
-            Some(_) => REFETCH_INTERVAL,
-            None => RETRY_INTERVAL_WITHOUT_KEYS,
+            Some(_) => self.refresh.refetch_interval,
+            None => self.refresh.retry_without_keys,
         };
         cache
             .last_attempt
@@ -178,5 +297,32 @@ impl RemoteKeys {
         tokio::time::timeout(FETCH_TIMEOUT, exchange)
             .await
             .map_err(|_| FetchError(format!("no complete answer within {FETCH_TIMEOUT:?}")))?
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_signing_keys_of_accepted_algorithms_are_kept() {
+        let jwks = r#"{"keys": [
+            {"kty": "oct", "kid": "hmac", "k": "c2VjcmV0"},
+            {"kty": "OKP", "crv": "Ed25519", "kid": "enc", "use": "enc",
+             "x": "11qYAYKxCrfVS_7TyWQHOg7hcvPapiMlrwIaaPcHURo"},
+            {"kty": "OKP", "crv": "Ed25519", "kid": "mismatch", "alg": "RS256",
+             "x": "11qYAYKxCrfVS_7TyWQHOg7hcvPapiMlrwIaaPcHURo"},
+            {"kty": "OKP", "crv": "Ed25519", "kid": "good", "use": "sig",
+             "x": "11qYAYKxCrfVS_7TyWQHOg7hcvPapiMlrwIaaPcHURo"}
+        ]}"#;
+        let set = KeySet::from_jwks_json(jwks).unwrap();
+        assert_eq!(set.keys.len(), 1);
+        assert!(set.get("good").is_some());
+    }
+
+    #[test]
+    fn a_set_without_usable_keys_is_refused() {
+        assert!(KeySet::from_jwks_json(r#"{"keys": []}"#).is_err());
+        assert!(KeySet::from_jwks_json("not json").is_err());
     }
 }

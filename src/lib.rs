@@ -1,16 +1,19 @@
 //! The Plant Store API as an AWS Lambda function.
 //!
-//! Ports and adapters, kept small: [`http`] is the edge (routing, status
-//! codes, headers), [`domain`] the middle, [`store`] the DynamoDB adapter and
-//! [`auth`] the bearer-token verifier. [`error`] maps every failure to the
-//! contract's Error body in one place.
+//! Ports and adapters, kept small, each module depending only on those below
+//! it: [`http`] is the edge (the route table in `route`, status codes,
+//! headers, the request log), [`auth`] the bearer-token verifier over the
+//! signing keys of [`jwks`], [`store`] the DynamoDB adapter, [`domain`] the
+//! middle, and [`config`] what the environment says. `error` maps every
+//! failure to the contract's Error body in one place.
 
 pub mod auth;
 pub mod config;
-pub mod devkeys;
 pub mod domain;
-pub mod error;
+mod error;
 pub mod http;
 pub mod jwks;
-pub mod metrics;
+mod metrics;
+mod response;
+mod route;
 pub mod store;

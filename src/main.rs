@@ -4,21 +4,22 @@
 
 use aws_config::BehaviorVersion;
 use lambda_http::{Error, service_fn};
-use plant_store::auth::{KeySource, Verifier};
+use plant_store::auth::Verifier;
 use plant_store::config::Config;
 use plant_store::http::PlantApi;
+use plant_store::jwks::KeySource;
 use plant_store::store::{PlantStore, client_config};
 
 #[tokio::main]
 async fn main() -> Result<(), Error> {
     lambda_http::tracing::init_default_subscriber();
     let config = Config::from_env()?;
-    let verifier = Verifier::new(KeySource::from_config(&config.keys)?, &config.rules);
+    let keys = KeySource::from_config(&config.keys)?;
     let sdk_config = aws_config::load_defaults(BehaviorVersion::latest()).await;
     let client = aws_sdk_dynamodb::Client::from_conf(client_config(&sdk_config));
     let store = PlantStore::new(client, config.table);
-    verifier.prefetch_keys().await;
-    let api = PlantApi::new(verifier, store);
+    keys.prefetch().await;
+    let api = PlantApi::new(Verifier::new(keys, &config.rules), store);
     let api = &api;
     lambda_http::run(service_fn(move |request| async move {
         Ok::<_, Error>(api.handle(request).await)

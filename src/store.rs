@@ -2,6 +2,8 @@
 //!
 //! Layout: partition key `owner` (S, the token's `sub`), sort key `id` (N),
 //! attributes `name` (S) and `tag` (S, absent when the plant has none).
+//! [`TABLE_KEY`] states the key for whatever creates the table (the
+//! development tool; `template.yaml` declares the same).
 
 use std::collections::HashMap;
 use std::time::Duration;
@@ -10,16 +12,37 @@ use aws_sdk_dynamodb::Client;
 use aws_sdk_dynamodb::config::retry::RetryConfig;
 use aws_sdk_dynamodb::config::timeout::TimeoutConfig;
 use aws_sdk_dynamodb::error::{DisplayErrorContext, ProvideErrorMetadata, SdkError};
-use aws_sdk_dynamodb::operation::create_table::CreateTableError;
 use aws_sdk_dynamodb::operation::put_item::PutItemError;
 use aws_sdk_dynamodb::types::{
-    AttributeDefinition, AttributeValue, BillingMode, KeySchemaElement, KeyType,
-    ReturnValuesOnConditionCheckFailure, ScalarAttributeType,
+    AttributeValue, KeyType, ReturnValuesOnConditionCheckFailure, ScalarAttributeType,
 };
 
 use crate::domain::{Limit, NewPlant, Owner, Plant, PlantId, PlantName, PlantTag};
 
 type Item = HashMap<String, AttributeValue>;
+
+/// One attribute of the table's primary key.
+#[derive(Debug, Clone)]
+pub struct KeyAttribute {
+    pub name: &'static str,
+    pub key_type: KeyType,
+    pub attribute_type: ScalarAttributeType,
+}
+
+const OWNER: KeyAttribute = KeyAttribute {
+    name: "owner",
+    key_type: KeyType::Hash,
+    attribute_type: ScalarAttributeType::S,
+};
+const ID: KeyAttribute = KeyAttribute {
+    name: "id",
+    key_type: KeyType::Range,
+    attribute_type: ScalarAttributeType::N,
+};
+/// The table's primary key: the owner's partition, sorted by plant id.
+pub const TABLE_KEY: [KeyAttribute; 2] = [OWNER, ID];
+const NAME: &str = "name";
+const TAG: &str = "tag";
 
 // How long the store may take, chosen so that a 503 is always answered well
 // inside the function's 10 s timeout (template.yaml), even for a listing
@@ -123,11 +146,11 @@ impl PlantStore {
     pub async fn create(&self, owner: &Owner, new: &NewPlant) -> Result<Created, StoreError> {
         let mut item = item_key(owner, new.id);
         item.insert(
-            "name".to_owned(),
+            NAME.to_owned(),
             AttributeValue::S(new.plant.name.as_str().to_owned()),
         );
         if let Some(tag) = &new.plant.tag {
-            item.insert("tag".to_owned(), AttributeValue::S(tag.as_str().to_owned()));
+            item.insert(TAG.to_owned(), AttributeValue::S(tag.as_str().to_owned()));
         }
         let result = self
             .client
@@ -135,7 +158,7 @@ impl PlantStore {
             .table_name(&self.table)
             .set_item(Some(item))
             .condition_expression("attribute_not_exists(#id)")
-            .expression_attribute_names("#id", "id")
+            .expression_attribute_names("#id", ID.name)
             .return_values_on_condition_check_failure(ReturnValuesOnConditionCheckFailure::AllOld)
             .send()
             .await;
@@ -172,7 +195,7 @@ impl PlantStore {
                 .query()
                 .table_name(&self.table)
                 .key_condition_expression("#owner = :owner")
-                .expression_attribute_names("#owner", "owner")
+                .expression_attribute_names("#owner", OWNER.name)
                 .expression_attribute_values(":owner", AttributeValue::S(owner.as_str().to_owned()))
                 .scan_index_forward(true)
                 .limit(remaining)
@@ -209,19 +232,19 @@ pub struct Page {
     pub next_after: Option<PlantId>,
 }
 
-/// The primary key of an owner's plant: partition `owner`, sort key `id`.
+/// The primary key of an owner's plant.
 fn item_key(owner: &Owner, id: PlantId) -> Item {
     Item::from([
         (
-            "owner".to_owned(),
+            OWNER.name.to_owned(),
             AttributeValue::S(owner.as_str().to_owned()),
         ),
-        ("id".to_owned(), AttributeValue::N(id.to_string())),
+        (ID.name.to_owned(), AttributeValue::N(id.to_string())),
     ])
 }
 
 fn id_from_item(item: &Item) -> Result<PlantId, StoreError> {
-    item.get("id")
+    item.get(ID.name)
         .and_then(|value| value.as_n().ok())
         .and_then(|number| number.parse().ok())
         .map(PlantId::new)
@@ -237,51 +260,11 @@ fn plant_from_item(item: &Item) -> Result<Plant, StoreError> {
             .cloned()
     };
     let corrupt = |what: &str| StoreError::Unexpected(format!("stored item has {what}"));
-    let name = text("name").ok_or_else(|| corrupt("no string name"))?;
+    let name = text(NAME).ok_or_else(|| corrupt("no string name"))?;
     let name = PlantName::parse(name).map_err(|_| corrupt("an invalid name"))?;
-    let tag = match text("tag") {
+    let tag = match text(TAG) {
         Some(tag) => Some(PlantTag::parse(tag).map_err(|_| corrupt("an invalid tag"))?),
         None => None,
     };
     Ok(Plant { name, tag })
-}
-
-/// Creates the plants table with the layout above, as the SAM template
-/// does; for DynamoDB Local (the local stack and the tests). A table that
-/// already exists is left as it is.
-pub async fn create_table(client: &Client, table: &str) -> Result<(), StoreError> {
-    let key = |name: &str, key_type| {
-        KeySchemaElement::builder()
-            .attribute_name(name)
-            .key_type(key_type)
-            .build()
-    };
-    let attribute = |name: &str, kind| {
-        AttributeDefinition::builder()
-            .attribute_name(name)
-            .attribute_type(kind)
-            .build()
-    };
-    let result = client
-        .create_table()
-        .table_name(table)
-        .billing_mode(BillingMode::PayPerRequest)
-        .key_schema(key("owner", KeyType::Hash).map_err(build_error)?)
-        .key_schema(key("id", KeyType::Range).map_err(build_error)?)
-        .attribute_definitions(attribute("owner", ScalarAttributeType::S).map_err(build_error)?)
-        .attribute_definitions(attribute("id", ScalarAttributeType::N).map_err(build_error)?)
-        .send()
-        .await;
-    match result {
-        Err(SdkError::ServiceError(service))
-            if matches!(service.err(), CreateTableError::ResourceInUseException(_)) =>
-        {
-            Ok(())
-        }
-        other => other.map(|_| ()).map_err(StoreError::from),
-    }
-}
-
-fn build_error(error: aws_sdk_dynamodb::error::BuildError) -> StoreError {
-    StoreError::Unexpected(error.to_string())
 }

@@ -3,12 +3,10 @@
 //! latency, and never the bearer token. A test binary of its own, because it
 //! installs the process-wide subscriber.
 
-mod common;
-
 use std::io::Write;
 use std::sync::{Arc, Mutex};
 
-use common::{HttpRequest, TestApp, bearer};
+use plant_store_testkit::{HttpRequest, TestApp, bearer};
 use serde_json::Value;
 
 #[derive(Clone, Default)]

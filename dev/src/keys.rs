@@ -1,5 +1,5 @@
 //! Local signing keys for development and tests: generate a key pair, publish
-//! its JWKS, mint tokens. The Lambda function never uses this module; it only
+//! its JWKS, mint tokens. The Lambda function never links this; it only
 //! verifies, against the key set it is configured with.
 
 use std::time::{SystemTime, UNIX_EPOCH};

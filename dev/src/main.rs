@@ -13,8 +13,7 @@ use std::{env, fs, process};
 
 use aws_config::BehaviorVersion;
 use jsonwebtoken::Algorithm;
-use plant_store::devkeys::DevKey;
-use plant_store::store::create_table;
+use plant_store_dev::{DevKey, create_table};
 
 const USAGE: &str = "usage: plant-store-dev keygen --dir DIR
        plant-store-dev token --dir DIR --sub SUB [--ttl SECONDS]
@@ -110,5 +109,5 @@ async fn create(table: &str) -> Result<(), String> {
     let client = aws_sdk_dynamodb::Client::new(&sdk_config);
     create_table(&client, table)
         .await
-        .map_err(|error| format!("cannot create table {table}: {error:?}"))
+        .map_err(|error| format!("cannot create table {table}: {error}"))
 }

@@ -8,8 +8,10 @@ use std::sync::OnceLock;
 use jsonwebtoken::Algorithm;
 use lambda_http::http::{HeaderMap, HeaderValue, header::AUTHORIZATION};
 use libfuzzer_sys::fuzz_target;
-use plant_store::auth::{KeySet, KeySource, TokenRules, Verifier};
-use plant_store::devkeys::DevKey;
+use plant_store::auth::Verifier;
+use plant_store::config::TokenRules;
+use plant_store::jwks::{KeySet, KeySource};
+use plant_store_dev::DevKey;
 
 struct Setup {
     runtime: tokio::runtime::Runtime,

@@ -109,7 +109,7 @@ DEV_TOOL=target/debug/plant-store-dev
 # whole configuration, as the environment it reads.
 configure_local_function() {
   local table=$1 key_dir=$2
-  cargo build --quiet --bin plant-store-dev
+  build_dev_tool
   "$DEV_TOOL" keygen --dir "$key_dir" >/dev/null
   "$DEV_TOOL" create-table --name "$table"
   export PLANTS_TABLE=$table AUTH_ISSUER=$LOCAL_ISSUER AUTH_AUDIENCE=$LOCAL_AUDIENCE
@@ -118,17 +118,23 @@ configure_local_function() {
 }
 
 # start_function PORT [cargo lambda watch options...]: runs the function under
-# `cargo lambda watch` on 127.0.0.1:PORT and waits until the function itself
-# answers (the watch server answers at once; the function's 401 comes after
-# its build).
+# `cargo lambda watch` on 127.0.0.1:PORT (which binary to serve is in
+# Cargo.toml's [workspace.metadata.lambda.watch]) and waits until the function
+# itself answers: the watch server answers at once, the function's 401 comes
+# after its build. Fails at once if `cargo lambda watch` exits.
 start_function() {
-  local port=$1 status=
+  local port=$1 status= pid
   shift
-  setsid cargo lambda watch --bin plant-store --invoke-address 127.0.0.1 --invoke-port "$port" "$@" &
-  STARTED_PIDS+=($!)
+  setsid cargo lambda watch --invoke-address 127.0.0.1 --invoke-port "$port" "$@" &
+  pid=$!
+  STARTED_PIDS+=("$pid")
   for _ in $(seq 1200); do
-    status=$(curl -s -o /dev/null -w '%{http_code}' "http://127.0.0.1:$port/plants" || true)
+    status=$(curl -s --max-time 5 -o /dev/null -w '%{http_code}' "http://127.0.0.1:$port/plants" || true)
     [ "$status" = 401 ] && return 0
+    if ! kill -0 "$pid" 2>/dev/null; then
+      log "cargo lambda watch exited before the function answered on 127.0.0.1:$port"
+      return 1
+    fi
     sleep 0.5
   done
   log "the function did not answer on 127.0.0.1:$port (last status: ${status:-none})"

@@ -4,10 +4,10 @@ use base64::Engine;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use jsonwebtoken::jwk::AlgorithmParameters;
 use jsonwebtoken::{Algorithm, EncodingKey, Header};
-use plant_store::devkeys::{DevKey, unix_now};
+use plant_store_dev::{DevKey, unix_now};
 use serde_json::{Value, json};
 
-use super::{AUDIENCE, ISSUER, keys};
+use crate::{AUDIENCE, ISSUER, keys};
 
 /// Valid claims for `sub`, for the test issuer and audience, for 10 minutes.
 pub fn claims(sub: &str) -> Value {

@@ -1,7 +1,8 @@
-//! Shared test harness: a real DynamoDB Local (started by `scripts/test`), a
+//! The test harness: a real DynamoDB Local (started by `scripts/test`), a
 //! fresh table per test, real signed tokens from keys generated for this run,
-//! and requests that go through the production handler as real events.
-#![allow(dead_code)] // each test binary uses its own part of the harness
+//! and requests that go through the production handler as real events. Also
+//! a fault-injecting proxy for the store and a JWKS server, both on
+//! 127.0.0.1. Production never links this crate.
 
 pub mod fault_proxy;
 pub mod forgeries;
@@ -19,10 +20,12 @@ use aws_sdk_dynamodb::types::AttributeValue;
 use jsonwebtoken::Algorithm;
 use lambda_http::http::HeaderMap;
 use lambda_http::{Body, Request, Response};
-use plant_store::auth::{KeySet, KeySource, TokenRules, Verifier};
-use plant_store::devkeys::DevKey;
+use plant_store::auth::Verifier;
+use plant_store::config::TokenRules;
 use plant_store::http::PlantApi;
-use plant_store::store::{PlantStore, client_config, create_table};
+use plant_store::jwks::{KeySet, KeySource};
+use plant_store::store::{PlantStore, client_config};
+use plant_store_dev::{DevKey, create_table};
 use serde_json::{Value, json};
 
 pub const ISSUER: &str = "https://issuer.plant-store.test";

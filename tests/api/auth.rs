@@ -1,12 +1,12 @@
 //! Bearer tokens: every accepted algorithm verifies, and every forgery or
 //! misissued token gets 401 with the RFC 6750 challenge and writes nothing.
 
-mod common;
-
-use common::forgeries::{claims, forged_tokens, with};
-use common::{CHALLENGE, INVALID_TOKEN, TestApp, assert_refused, bearer, keys};
-use plant_store::auth::{KeySource, TokenRules, Verifier};
-use plant_store::devkeys::unix_now;
+use plant_store::auth::Verifier;
+use plant_store::config::TokenRules;
+use plant_store::jwks::{KeySet, KeySource};
+use plant_store_dev::unix_now;
+use plant_store_testkit::forgeries::{claims, forged_tokens, with};
+use plant_store_testkit::{CHALLENGE, INVALID_TOKEN, TestApp, assert_refused, bearer, keys};
 use serde_json::json;
 
 #[tokio::test]
@@ -34,11 +34,11 @@ async fn tokens_of_every_accepted_algorithm_verify() {
 async fn a_missing_or_non_bearer_authorization_gets_the_plain_challenge() {
     let app = TestApp::new().await;
     let response = app
-        .send(common::HttpRequest::new("GET", "/plants").build())
+        .send(plant_store_testkit::HttpRequest::new("GET", "/plants").build())
         .await;
     response.assert_error(401, "Authorization");
     assert_eq!(response.header("www-authenticate"), Some(CHALLENGE));
-    let token = common::token("alice");
+    let token = plant_store_testkit::token("alice");
     for authorization in [
         format!("Basic {token}"),
         format!("Token {token}"),
@@ -95,17 +95,17 @@ async fn get_requires_a_valid_token_too() {
 #[tokio::test]
 async fn cognito_mode_accepts_access_tokens_of_its_client_only() {
     let rules = TokenRules {
-        issuer: common::ISSUER.into(),
+        issuer: plant_store_testkit::ISSUER.into(),
         audience: None,
         cognito_client_id: Some("app-client-123".into()),
     };
     let keys_json = &keys().jwks;
-    let key_set = plant_store::auth::KeySet::from_jwks_json(keys_json).unwrap();
+    let key_set = KeySet::from_jwks_json(keys_json).unwrap();
     let app = TestApp::with_verifier(Verifier::new(KeySource::Inline(key_set), &rules)).await;
     let now = unix_now();
     // Cognito access tokens carry `client_id` and `token_use`, and no `aud`.
     let access = json!({
-        "iss": common::ISSUER, "sub": "alice", "exp": now + 600, "iat": now,
+        "iss": plant_store_testkit::ISSUER, "sub": "alice", "exp": now + 600, "iat": now,
         "token_use": "access", "client_id": "app-client-123", "scope": "aws.cognito.signin.user.admin"
     });
     let sign =
@@ -118,7 +118,7 @@ async fn cognito_mode_accepts_access_tokens_of_its_client_only() {
     );
 
     let id_token = json!({
-        "iss": common::ISSUER, "sub": "alice", "exp": now + 600, "iat": now,
+        "iss": plant_store_testkit::ISSUER, "sub": "alice", "exp": now + 600, "iat": now,
         "token_use": "id", "aud": "app-client-123", "email": "alice@example.com"
     });
     let cases = [
@@ -129,11 +129,11 @@ async fn cognito_mode_accepts_access_tokens_of_its_client_only() {
         ),
         (
             "no token_use",
-            common::forgeries::without(access.clone(), "token_use"),
+            plant_store_testkit::forgeries::without(access.clone(), "token_use"),
         ),
         (
             "no client_id",
-            common::forgeries::without(access.clone(), "client_id"),
+            plant_store_testkit::forgeries::without(access.clone(), "client_id"),
         ),
     ];
     for (case, claims) in cases {
@@ -148,4 +148,66 @@ async fn cognito_mode_accepts_access_tokens_of_its_client_only() {
         );
     }
     assert_eq!(app.stored_items().await.len(), 1);
+}
+
+/// Two tokens signed by a published key, padded with an extra claim: the
+/// longest of at most `limit` bytes and the shortest of more.
+fn signed_tokens_around(limit: usize) -> (String, String) {
+    let sign = |padding: usize| {
+        let claims = with(claims("alice"), "padding", json!("x".repeat(padding)));
+        keys().eddsa.sign(&claims).unwrap()
+    };
+    // Base64 makes 4 characters of every 3 bytes: start just below the limit.
+    let unpadded = sign(0).len();
+    let mut padding = (limit - unpadded) * 3 / 4 - 8;
+    while sign(padding + 1).len() <= limit {
+        padding += 1;
+    }
+    (sign(padding), sign(padding + 1))
+}
+
+#[tokio::test]
+async fn a_signed_token_over_8_kib_is_refused_and_one_at_the_limit_verifies() {
+    let app = TestApp::new().await;
+    let (at_limit, over) = signed_tokens_around(8 * 1024);
+    assert!(at_limit.len() > 8 * 1024 - 4 && at_limit.len() <= 8 * 1024);
+    assert!(over.len() > 8 * 1024);
+    assert_refused(&app, &format!("Bearer {over}"), INVALID_TOKEN, "over 8 KiB").await;
+    let response = app
+        .post(
+            &format!("Bearer {at_limit}"),
+            r#"{"id": 1, "name": "Fern"}"#,
+        )
+        .await;
+    assert_eq!(response.status, 200, "{}", response.body);
+    assert_eq!(app.stored_items().await.len(), 1);
+}
+
+#[tokio::test]
+async fn a_subject_over_512_bytes_is_refused_and_one_of_512_is_the_owner() {
+    let app = TestApp::new().await;
+    // 512 characters but 513 bytes: the limit counts bytes (the partition key's unit).
+    for (case, sub) in [
+        ("513 ASCII bytes", "s".repeat(513)),
+        (
+            "512 characters in 513 bytes",
+            format!("{}é", "s".repeat(511)),
+        ),
+    ] {
+        let token = keys().eddsa.sign(&claims(&sub)).unwrap();
+        assert_refused(&app, &format!("Bearer {token}"), INVALID_TOKEN, case).await;
+    }
+    let sub = "s".repeat(512);
+    let token = keys().eddsa.sign(&claims(&sub)).unwrap();
+    let response = app
+        .post(&format!("Bearer {token}"), r#"{"id": 1, "name": "Fern"}"#)
+        .await;
+    assert_eq!(response.status, 200, "{}", response.body);
+    let owners: Vec<_> = app
+        .stored_items()
+        .await
+        .iter()
+        .map(|item| item["owner"].clone())
+        .collect();
+    assert_eq!(owners, [json!(sub)]);
 }

@@ -2,13 +2,11 @@
 //! conflicting writers never produce a second item or an overwrite, and many
 //! concurrent clients lose nothing. Counts are printed (--nocapture).
 
-mod common;
-
 use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicI64, Ordering};
 
-use common::{TestApp, bearer};
+use plant_store_testkit::{TestApp, bearer};
 use serde_json::{Value, json};
 
 /// These tests load one DynamoDB Local on a small machine; run together, its

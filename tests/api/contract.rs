@@ -1,11 +1,9 @@
 //! The contract, row by row, through the production handler and a real
 //! DynamoDB Local: status, headers, body, and what is in the table afterwards.
 
-mod common;
-
-use common::{HttpRequest, TestApp, TestResponse, bearer, dynamodb_client, verifier};
 use plant_store::http::PlantApi;
 use plant_store::store::PlantStore;
+use plant_store_testkit::{HttpRequest, TestApp, TestResponse, bearer, dynamodb_client, verifier};
 use serde_json::json;
 
 #[tokio::test]
@@ -156,7 +154,7 @@ async fn limit_defaults_to_100_and_allows_up_to_1000() {
 #[tokio::test]
 async fn bad_limits_get_400_naming_limit() {
     let app = TestApp::new().await;
-    for query in common::BAD_LIMIT_QUERIES {
+    for query in plant_store_testkit::BAD_LIMIT_QUERIES {
         let response = app.get(&bearer("alice"), query).await;
         assert_eq!(response.status, 400, "{query}");
         response.assert_error(400, "`limit`");

@@ -6,12 +6,10 @@
 //! `{{token}}` in an event stands for a token minted for this run (for the
 //! owner `events-user`), so committed events hold no credential that expires.
 
-mod common;
-
 use std::fs;
 use std::path::{Path, PathBuf};
 
-use common::{TestApp, token};
+use plant_store_testkit::{TestApp, token};
 use serde_json::Value;
 
 const EVENTS_OWNER: &str = "events-user";
@@ -29,14 +27,13 @@ fn event_files(dir: &Path, found: &mut Vec<PathBuf>) {
     }
 }
 
-async fn replay(event_path: &Path) {
-    let name = event_path.display();
+/// Replays one event; the differences from its `.expected.json`, if any.
+async fn replay(event_path: &Path) -> Vec<String> {
     let expected_path = event_path.with_extension("expected.json");
-    let expected: Value = serde_json::from_str(
-        &fs::read_to_string(&expected_path)
-            .unwrap_or_else(|_| panic!("{name} has no {}", expected_path.display())),
-    )
-    .unwrap();
+    let Ok(expected) = fs::read_to_string(&expected_path) else {
+        return vec![format!("no {}", expected_path.display())];
+    };
+    let expected: Value = serde_json::from_str(&expected).unwrap();
 
     let app = TestApp::new().await;
     for plant in expected["given"].as_array().into_iter().flatten() {
@@ -45,30 +42,29 @@ async fn replay(event_path: &Path) {
     let event = fs::read_to_string(event_path)
         .unwrap()
         .replace("{{token}}", &token(EVENTS_OWNER));
-    let request = lambda_http::request::from_str(&event)
-        .unwrap_or_else(|error| panic!("{name} is not an event lambda_http accepts: {error}"));
+    let request = match lambda_http::request::from_str(&event) {
+        Ok(request) => request,
+        Err(error) => return vec![format!("not an event lambda_http accepts: {error}")],
+    };
     let response = app.send(request).await;
 
-    assert_eq!(
-        response.status, expected["status"],
-        "{name}: status (body {})",
-        response.body
-    );
+    let mut differences = Vec::new();
+    let mut compare = |what: String, actual: Value, wanted: &Value| {
+        if actual != *wanted {
+            differences.push(format!("{what}: got {actual}, expected {wanted}"));
+        }
+    };
+    compare("status".into(), response.status.into(), &expected["status"]);
     for (header, value) in expected["headers"].as_object().unwrap() {
-        assert_eq!(
-            response.header(header),
-            value.as_str(),
-            "{name}: header {header}"
-        );
+        let actual = response.header(header).map_or(Value::Null, Value::from);
+        compare(format!("header {header}"), actual, value);
     }
-    assert_eq!(response.body, expected["body"], "{name}: body");
+    compare("body".into(), response.body.clone(), &expected["body"]);
     if let Some(stored) = expected.get("stored") {
-        assert_eq!(
-            Value::from(app.stored_items().await),
-            *stored,
-            "{name}: table afterwards"
-        );
+        let actual = Value::from(app.stored_items().await);
+        compare("table afterwards".into(), actual, stored);
     }
+    differences
 }
 
 #[tokio::test]
@@ -83,7 +79,19 @@ async fn every_sample_event_gets_its_expected_response() {
     events.sort();
     // Seven cases for each of the three event sources.
     assert_eq!(events.len(), 21, "events found: {events:?}");
-    for event in &events {
-        replay(event).await;
-    }
+    // Every fixture is replayed, and every one that fails is named.
+    let results = futures::future::join_all(events.iter().map(|event| replay(event))).await;
+    let failures: Vec<String> = events
+        .iter()
+        .zip(results)
+        .filter(|(_, differences)| !differences.is_empty())
+        .map(|(event, differences)| format!("{}:\n  {}", event.display(), differences.join("\n  ")))
+        .collect();
+    assert!(
+        failures.is_empty(),
+        "{} of {} events differ from their .expected.json:\n{}",
+        failures.len(),
+        events.len(),
+        failures.join("\n")
+    );
 }

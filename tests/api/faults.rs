@@ -3,13 +3,11 @@
 //! in a precise answer well inside the function's 10 s timeout, with nothing
 //! lost and nothing written twice. Answer times are printed (--nocapture).
 
-mod common;
-
 use std::time::{Duration, Instant};
 
-use common::fault_proxy::{Fault, FaultProxy};
-use common::{TestApp, TestResponse, bearer};
 use plant_store::store::MAX_ATTEMPTS;
+use plant_store_testkit::fault_proxy::{Fault, FaultProxy};
+use plant_store_testkit::{TestApp, TestResponse, bearer};
 use serde_json::json;
 
 /// Well inside the function's 10 s timeout: the SDK's operation timeout is 3.5 s.

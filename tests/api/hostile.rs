@@ -3,10 +3,8 @@
 //! cases at the limits are accepted. Afterwards the table holds exactly the
 //! accepted plants.
 
-mod common;
-
-use common::{HttpRequest, TestApp, bearer, token};
 use lambda_http::Request;
+use plant_store_testkit::{HttpRequest, TestApp, bearer, token};
 use serde_json::{Value, json};
 
 struct Case {
@@ -273,7 +271,7 @@ fn cases() -> Vec<Case> {
         "`tag`",
     );
     // Every bad limit.
-    for query in common::BAD_LIMIT_QUERIES {
+    for query in plant_store_testkit::BAD_LIMIT_QUERIES {
         add(&format!("GET {query}"), get(query), 400, "`limit`");
     }
     // Authorization abuse.

@@ -2,10 +2,8 @@
 //! every plant exactly once in ascending order, bounded DynamoDB calls per
 //! page, and cursors that cannot leave the caller's own plants.
 
-mod common;
-
-use common::{HttpRequest, TestApp, TestResponse, bearer};
 use futures::StreamExt;
+use plant_store_testkit::{HttpRequest, TestApp, TestResponse, bearer};
 use serde_json::{Value, json};
 
 fn plant_name(id: i64) -> String {

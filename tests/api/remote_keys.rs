@@ -1,33 +1,48 @@
 //! The remote key source against a JWKS server on 127.0.0.1: first fetch,
-//! rotation, a flood of unknown `kid`s, the server going away, and oversized
-//! or slow answers. The 10 s refetch interval is the production one, so some
-//! tests wait it out (they run in parallel).
-
-mod common;
+//! rotation, a flood of unknown `kid`s, the server going away, oversized or
+//! slow answers, and key sets growing old. The refresh intervals are those of
+//! production scaled down ([`REFRESH`]), so the rules hold without long waits.
 
 use std::time::{Duration, Instant};
 
-use common::forgeries::{claims, forged_tokens};
-use common::key_server::{Behaviour, KeyServer};
-use common::{INVALID_TOKEN, TestApp, assert_refused, bearer, keys, token_rules};
 use jsonwebtoken::jwk::PublicKeyUse;
 use jsonwebtoken::{Algorithm, EncodingKey, Header};
-use plant_store::auth::{KeySource, Verifier};
-use plant_store::devkeys::DevKey;
-use plant_store::jwks::RemoteKeys;
+use plant_store::auth::Verifier;
+use plant_store::config::{KeyConfig, KeyRefresh};
+use plant_store::jwks::KeySource;
+use plant_store_dev::DevKey;
+use plant_store_testkit::forgeries::{claims, forged_tokens};
+use plant_store_testkit::key_server::{Behaviour, KeyServer};
+use plant_store_testkit::{INVALID_TOKEN, TestApp, assert_refused, bearer, keys, token_rules};
 use serde_json::json;
 
-const REFETCH_INTERVAL: Duration = Duration::from_millis(10_200);
+/// Production's rules with shorter intervals (production: 10 s, 1 s, 1 h).
+const REFRESH: KeyRefresh = KeyRefresh {
+    refetch_interval: Duration::from_secs(2),
+    retry_without_keys: Duration::from_millis(500),
+    max_age: Duration::from_secs(3600),
+};
+
+/// Sleeps until `interval` has certainly passed.
+async fn wait_out(interval: Duration) {
+    tokio::time::sleep(interval + Duration::from_millis(100)).await;
+}
+
+/// The remote key source as `main` builds it, with these intervals.
+fn remote_source(server: &KeyServer, refresh: KeyRefresh) -> KeySource {
+    let url = server.jwks_url.clone();
+    KeySource::from_config(&KeyConfig::Url { url, refresh }).unwrap()
+}
 
 /// The app as production starts it: the first fetch at init.
 async fn remote_app(server: &KeyServer) -> TestApp {
-    let remote = RemoteKeys::new(&server.jwks_url).unwrap();
-    remote.refresh().await.unwrap();
-    TestApp::with_verifier(Verifier::new(
-        KeySource::Remote(Box::new(remote)),
-        &token_rules(),
-    ))
-    .await
+    remote_app_with(server, REFRESH).await
+}
+
+async fn remote_app_with(server: &KeyServer, refresh: KeyRefresh) -> TestApp {
+    let keys = remote_source(server, refresh);
+    keys.prefetch().await;
+    TestApp::with_verifier(Verifier::new(keys, &token_rules())).await
 }
 
 fn token_with_kid(key: &DevKey, kid: &str) -> String {
@@ -56,7 +71,7 @@ async fn the_forged_token_matrix_holds_against_the_remote_source() {
     for (case, token) in forged_tokens() {
         assert_refused(&app, &format!("Bearer {token}"), INVALID_TOKEN, case).await;
     }
-    // The unknown kids above caused at most the one refetch allowed per 10 s.
+    // The unknown kids above caused at most the one refetch allowed per interval.
     assert!(server.fetches() <= 2, "fetches: {}", server.fetches());
 }
 
@@ -65,12 +80,17 @@ async fn key_rotation_is_picked_up_through_one_refetch() {
     let old = &keys().eddsa;
     let server = KeyServer::start(DevKey::jwks_json(&[old])).await;
     let app = remote_app(&server).await;
-    tokio::time::sleep(REFETCH_INTERVAL).await;
+    wait_out(REFRESH.refetch_interval).await;
 
     let new = DevKey::generate(Algorithm::EdDSA).unwrap();
     server.set(Behaviour::Serve(DevKey::jwks_json(&[old, &new])));
     let new_token = new
-        .token(common::ISSUER, Some(common::AUDIENCE), "alice", 600)
+        .token(
+            plant_store_testkit::ISSUER,
+            Some(plant_store_testkit::AUDIENCE),
+            "alice",
+            600,
+        )
         .unwrap();
     let response = app
         .post(
@@ -90,7 +110,7 @@ async fn key_rotation_is_picked_up_through_one_refetch() {
 }
 
 #[tokio::test]
-async fn a_flood_of_unknown_kids_causes_at_most_one_refetch_per_10_seconds() {
+async fn a_flood_of_unknown_kids_causes_at_most_one_refetch_per_interval() {
     let server = KeyServer::start(keys().jwks.clone()).await;
     let app = remote_app(&server).await;
     let flood = |round: usize| {
@@ -103,14 +123,15 @@ async fn a_flood_of_unknown_kids_causes_at_most_one_refetch_per_10_seconds() {
             });
             let statuses = futures::future::join_all(requests).await;
             assert!(statuses.iter().all(|&status| status == 401), "{statuses:?}");
-            assert!(started.elapsed() < Duration::from_secs(10));
+            // The flood must fit in one interval for the count below to mean it.
+            assert!(started.elapsed() < REFRESH.refetch_interval);
         }
     };
-    // Within 10 s of the first fetch: no refetch at all.
+    // Within the interval after the first fetch: no refetch at all.
     flood(1).await;
     assert_eq!(server.fetches(), 1);
     // Past the interval: 100 concurrent unknown kids, one refetch.
-    tokio::time::sleep(REFETCH_INTERVAL).await;
+    wait_out(REFRESH.refetch_interval).await;
     flood(2).await;
     assert_eq!(server.fetches(), 2);
     eprintln!(
@@ -125,7 +146,7 @@ async fn cached_keys_keep_serving_when_the_key_server_goes_down() {
     let app = remote_app(&server).await;
     server.stop();
     assert_eq!(app.get(&bearer("alice"), "").await.status, 200);
-    tokio::time::sleep(REFETCH_INTERVAL).await;
+    wait_out(REFRESH.refetch_interval).await;
     // An unknown kid now tries a refetch, which fails: 401, not 500.
     let unknown = token_with_kid(&keys().eddsa, "rotated-away");
     let response = app.get(&format!("Bearer {unknown}"), "").await;
@@ -144,22 +165,17 @@ async fn oversized_and_slow_key_sets_are_refused_within_the_timeout_as_401() {
     ] {
         let server = KeyServer::start(String::new()).await;
         server.set(behaviour);
-        let remote = RemoteKeys::new(&server.jwks_url).unwrap();
-        // At init: an error to log, not a crash, and within the timeout.
+        // At init: logged, not a crash, and within the fetch timeout.
         let started = Instant::now();
-        assert!(remote.refresh().await.is_err());
+        let app = remote_app(&server).await;
         assert!(
             started.elapsed() < Duration::from_millis(2500),
             "{:?}",
             started.elapsed()
         );
-        let app = TestApp::with_verifier(Verifier::new(
-            KeySource::Remote(Box::new(remote)),
-            &token_rules(),
-        ))
-        .await;
-        // Without keys the function retries at most once a second.
-        tokio::time::sleep(Duration::from_millis(1100)).await;
+        assert_eq!(server.fetches(), 1);
+        // Without keys the function retries, but not on every request.
+        wait_out(REFRESH.retry_without_keys).await;
         let started = Instant::now();
         let response = app.get(&bearer("alice"), "").await;
         response.assert_error(401, "token");
@@ -185,15 +201,34 @@ async fn a_key_set_just_under_the_size_cap_is_accepted() {
 async fn a_failed_fetch_at_init_is_retried_on_a_later_request() {
     let server = KeyServer::start(String::new()).await;
     server.set(Behaviour::Status(503));
-    let remote = RemoteKeys::new(&server.jwks_url).unwrap();
-    assert!(remote.refresh().await.is_err());
-    let app = TestApp::with_verifier(Verifier::new(
-        KeySource::Remote(Box::new(remote)),
-        &token_rules(),
-    ))
-    .await;
+    let app = remote_app(&server).await;
     server.set(Behaviour::Serve(keys().jwks.clone()));
-    tokio::time::sleep(Duration::from_millis(1100)).await;
+    wait_out(REFRESH.retry_without_keys).await;
+    assert_eq!(app.get(&bearer("alice"), "").await.status, 200);
+    assert_eq!(server.fetches(), 2);
+}
+
+#[tokio::test]
+async fn a_key_set_past_its_age_is_refreshed_and_keys_the_issuer_removed_stop_verifying() {
+    let kept = &keys().eddsa;
+    let removed = &keys().es256;
+    let server = KeyServer::start(DevKey::jwks_json(&[kept, removed])).await;
+    let refresh = KeyRefresh {
+        max_age: Duration::from_secs(2),
+        ..REFRESH
+    };
+    let app = remote_app_with(&server, refresh).await;
+    let removed_token = format!("Bearer {}", removed.sign(&claims("alice")).unwrap());
+    assert_eq!(app.get(&removed_token, "").await.status, 200);
+
+    server.set(Behaviour::Serve(DevKey::jwks_json(&[kept])));
+    // Still fresh: the cached set answers, nothing is fetched.
+    assert_eq!(app.get(&removed_token, "").await.status, 200);
+    assert_eq!(server.fetches(), 1);
+    wait_out(refresh.max_age).await;
+    // Old: the next request refreshes the set, and the removed key is gone.
+    app.get(&removed_token, "").await.assert_error(401, "token");
+    assert_eq!(server.fetches(), 2);
     assert_eq!(app.get(&bearer("alice"), "").await.status, 200);
     assert_eq!(server.fetches(), 2);
 }
