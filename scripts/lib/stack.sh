@@ -54,7 +54,7 @@ free_port() {
 wait_for_http() {
   local port=$1 what=$2 seconds=${3:-60}
   for _ in $(seq $((seconds * 4))); do
-    if curl -s -o /dev/null "http://127.0.0.1:$port/"; then
+    if curl -s --max-time 2 -o /dev/null "http://127.0.0.1:$port/"; then
       return 0
     fi
     sleep 0.25
@@ -97,11 +97,11 @@ stop_started() {
     wait "$pid" 2>/dev/null || true
   done
   STARTED_PIDS=()
-# The local stack's token rules and key, shared by scripts/dev and scripts/token.
-LOCAL_ISSUER=https://plant-store.local
-LOCAL_AUDIENCE=plant-store
-LOCAL_KEY_DIR="$PWD/.local/keys"
-DEV_TOOL=target/debug/plant-store-dev
+}
+
+# Builds the development tool (the dev/ crate of the workspace).
+build_dev_tool() {
+  cargo build --quiet --package plant-store-dev
 }
 
 # configure_local_function TABLE KEY_DIR: builds the dev tool, makes a local
