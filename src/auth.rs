@@ -20,11 +20,10 @@ const MAX_TOKEN_BYTES: usize = 8 * 1024;
 pub enum AuthError {
     /// No `Authorization` header, or not the `Bearer` scheme.
     MissingToken,
-    /// More than one `Authorization` header: ambiguous, refused.
-    RepeatedHeader,
     /// A bearer token that is past its `exp`.
     Expired,
-    /// Any other reason: signature, key, algorithm, issuer, audience, claims.
+    /// Any other reason: malformed (not one RFC 6750 b64token), signature,
+    /// key, algorithm, issuer, audience, claims.
     InvalidToken,
 }
 
@@ -111,20 +110,19 @@ impl Verifier {
     }
 }
 
-/// The token of the one `Authorization: Bearer <token>` header.
+/// The token of `Authorization: Bearer <token>` (RFC 6750, section 2.1).
+///
+/// Whatever the header holds, the answer is 401: no header or another
+/// scheme is a request without credentials (the plain challenge); a `Bearer`
+/// value that is not one b64token is a malformed token (`invalid_token`).
+/// That covers two `Authorization` headers too, since API Gateway delivers
+/// them joined by a comma into one value (HTTP API and function URL events)
+/// or keeps the last (REST API events), and the function cannot tell such a
+/// value from one sent as it is.
 fn bearer_token(headers: &HeaderMap) -> Result<&str, AuthError> {
     let mut values = headers.get_all(AUTHORIZATION).iter();
     let value = values.next().ok_or(AuthError::MissingToken)?;
-    if values.next().is_some() {
-        return Err(AuthError::RepeatedHeader);
-    }
     let value = value.to_str().map_err(|_| AuthError::MissingToken)?;
-    // HTTP APIs and function URLs join repeated headers with a comma, and a
-    // token never holds one (RFC 6750 b64token). REST API events arrive with
-    // the last value only: lambda_http keeps API Gateway's single `headers`.
-    if value.contains(',') {
-        return Err(AuthError::RepeatedHeader);
-    }
     let (scheme, token) = value.split_once(' ').ok_or(AuthError::MissingToken)?;
     // The auth-scheme is case-insensitive (RFC 9110, section 11.1).
     if !scheme.eq_ignore_ascii_case("bearer") {
@@ -132,8 +130,18 @@ fn bearer_token(headers: &HeaderMap) -> Result<&str, AuthError> {
     }
     match token.trim() {
         "" => Err(AuthError::MissingToken),
+        token if values.next().is_some() || !is_b64token(token) => Err(AuthError::InvalidToken),
         token => Ok(token),
     }
+}
+
+/// `b64token = 1*( ALPHA / DIGIT / "-" / "." / "_" / "~" / "+" / "/" ) *"="`
+fn is_b64token(token: &str) -> bool {
+    let body = token.trim_end_matches('=');
+    !body.is_empty()
+        && body
+            .bytes()
+            .all(|byte| byte.is_ascii_alphanumeric() || b"-._~+/".contains(&byte))
 }
 
 #[cfg(test)]
@@ -166,13 +174,39 @@ mod tests {
             bearer_token(&headers(&["Bearer  "])),
             Err(AuthError::MissingToken)
         );
+        // Several spaces after the scheme are allowed (1*SP).
+        assert_eq!(bearer_token(&headers(&["Bearer   abc"])), Ok("abc"));
+        assert_eq!(
+            bearer_token(&headers(&["Basic abc, Bearer def"])),
+            Err(AuthError::MissingToken)
+        );
+    }
+
+    #[test]
+    fn a_bearer_value_that_is_not_one_b64token_is_an_invalid_token() {
+        assert_eq!(
+            bearer_token(&headers(&["Bearer a.b-c_d~e+f/g=="])),
+            Ok("a.b-c_d~e+f/g==")
+        );
+        for value in [
+            "Bearer a,Bearer b",
+            "Bearer abc,def",
+            "Bearer abc def",
+            "Bearer abc\tdef",
+            "Bearer ==",
+            "Bearer a=b",
+            "Bearer abc;",
+        ] {
+            assert_eq!(
+                bearer_token(&headers(&[value])),
+                Err(AuthError::InvalidToken),
+                "{value}"
+            );
+        }
+        // Two header fields, as lambda_http could deliver them.
         assert_eq!(
             bearer_token(&headers(&["Bearer a", "Bearer b"])),
-            Err(AuthError::RepeatedHeader)
-        );
-        assert_eq!(
-            bearer_token(&headers(&["Bearer a,Bearer b"])),
-            Err(AuthError::RepeatedHeader)
+            Err(AuthError::InvalidToken)
         );
     }
 }

@@ -13,7 +13,6 @@ use crate::store::StoreError;
 
 const CHALLENGE: &str = r#"Bearer realm="plants""#;
 const CHALLENGE_INVALID_TOKEN: &str = r#"Bearer realm="plants", error="invalid_token""#;
-const CHALLENGE_INVALID_REQUEST: &str = r#"Bearer realm="plants", error="invalid_request""#;
 /// Seconds a client should wait before retrying when the store is unavailable.
 const RETRY_AFTER_SECONDS: &str = "1";
 
@@ -50,7 +49,6 @@ impl ApiError {
     pub fn status(&self) -> StatusCode {
         match self {
             Self::InvalidBody(_) | Self::InvalidQuery(_) => StatusCode::BAD_REQUEST,
-            Self::Auth(AuthError::RepeatedHeader) => StatusCode::BAD_REQUEST,
             Self::Auth(_) => StatusCode::UNAUTHORIZED,
             Self::NotFound => StatusCode::NOT_FOUND,
             Self::MethodNotAllowed { .. } => StatusCode::METHOD_NOT_ALLOWED,
@@ -76,9 +74,6 @@ impl ApiError {
             Self::InvalidQuery(message) => message.clone(),
             Self::Auth(AuthError::MissingToken) => {
                 "The Authorization header must carry a Bearer token.".into()
-            }
-            Self::Auth(AuthError::RepeatedHeader) => {
-                "Send exactly one Authorization header.".into()
             }
             Self::Auth(AuthError::Expired) => {
                 "The bearer token in the Authorization header has expired.".into()
@@ -123,12 +118,6 @@ impl ApiError {
         match self {
             Self::Auth(AuthError::MissingToken) => {
                 headers.insert(WWW_AUTHENTICATE, HeaderValue::from_static(CHALLENGE));
-            }
-            Self::Auth(AuthError::RepeatedHeader) => {
-                headers.insert(
-                    WWW_AUTHENTICATE,
-                    HeaderValue::from_static(CHALLENGE_INVALID_REQUEST),
-                );
             }
             Self::Auth(_) => {
                 headers.insert(

@@ -1,5 +1,7 @@
 """Schemathesis hooks for the run without a token: every answer of the API's
-operations (GET and POST /plants) must be 401 with the plain Bearer challenge.
+operations (GET and POST /plants) must be 401 with a Bearer challenge: the
+plain one, or error="invalid_token" when Schemathesis sends an Authorization
+value that is not one valid token (docs/contract.md).
 Other methods are Schemathesis' unsupported-method probes, answered 405 before
 any token is read; --checks all still checks those. The other checks of
 --checks all run as usual."""

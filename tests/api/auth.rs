@@ -6,7 +6,7 @@ use plant_store::config::TokenRules;
 use plant_store::jwks::{KeySet, KeySource};
 use plant_store_dev::unix_now;
 use plant_store_testkit::forgeries::{claims, forged_tokens, with};
-use plant_store_testkit::{CHALLENGE, INVALID_TOKEN, TestApp, assert_refused, bearer, keys};
+use plant_store_testkit::{CHALLENGE, INVALID_TOKEN, TestApp, assert_refused, bearer, keys, token};
 use serde_json::json;
 
 #[tokio::test]
@@ -48,6 +48,29 @@ async fn a_missing_or_non_bearer_authorization_gets_the_plain_challenge() {
     ] {
         assert_refused(&app, &authorization, CHALLENGE, &authorization).await;
     }
+}
+
+#[tokio::test]
+async fn an_authorization_value_that_is_not_one_bearer_token_gets_401() {
+    let app = TestApp::new().await;
+    let (alice, mallory) = (bearer("alice"), bearer("mallory"));
+    // Two headers as HTTP APIs and function URLs deliver them, comma-joined:
+    // indistinguishable from one value with a comma, so a malformed token.
+    let malformed = [
+        format!("{alice},{mallory}"),
+        format!("{alice}, {mallory}"),
+        format!("{alice},"),
+        format!("{alice} extra"),
+    ];
+    for authorization in &malformed {
+        assert_refused(&app, authorization, INVALID_TOKEN, authorization).await;
+    }
+    // No bearer credentials at all: the plain challenge.
+    let other_scheme = format!("Basic YWxpY2U6c2VjcmV0, {alice}");
+    assert_refused(&app, &other_scheme, CHALLENGE, &other_scheme).await;
+    // Several spaces after the scheme are still one token (RFC 6750: 1*SP).
+    let spaced = format!("Bearer   {}", token("alice"));
+    assert_eq!(app.get(&spaced, "").await.status, 200);
 }
 
 #[tokio::test]

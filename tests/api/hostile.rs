@@ -287,7 +287,12 @@ fn cases() -> Vec<Case> {
         .header("authorization", &bearer("mallory"))
         .body(r#"{"id": 1, "name": "Fern"}"#)
         .build();
-    add("two Authorization headers", two, 400, "Authorization");
+    add("two Authorization headers", two, 401, "token");
+    let comma = HttpRequest::new("POST", "/plants")
+        .header("authorization", &format!("{},x", bearer("alice")))
+        .body(r#"{"id": 1, "name": "Fern"}"#)
+        .build();
+    add("a comma after the token", comma, 401, "token");
     let token_in_query =
         HttpRequest::new("POST", &format!("/plants?access_token={}", token("alice")))
             .body(r#"{"id": 1, "name": "x"}"#)
