@@ -13,9 +13,6 @@ use serde_json::Value;
 
 const NAME_MAX_CHARS: usize = 256;
 const TAG_MAX_CHARS: usize = 64;
-/// Subjects longer than this are refused: a token issuer never needs more, and
-/// the owner is a DynamoDB partition key (at most 2,048 bytes).
-const OWNER_MAX_BYTES: usize = 512;
 
 /// Why a request body is not a valid NewPlant. Each message names the field.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -71,9 +68,13 @@ impl std::error::Error for PlantError {}
 pub struct Owner(String);
 
 impl Owner {
+    /// Subjects longer than this are refused: a token issuer never needs
+    /// more, and the owner is a DynamoDB partition key (at most 2,048 bytes).
+    pub const MAX_BYTES: usize = 512;
+
     /// `None` for an empty or oversized subject.
     pub fn parse(sub: String) -> Option<Self> {
-        (!sub.is_empty() && sub.len() <= OWNER_MAX_BYTES).then_some(Self(sub))
+        (!sub.is_empty() && sub.len() <= Self::MAX_BYTES).then_some(Self(sub))
     }
 
     pub fn as_str(&self) -> &str {

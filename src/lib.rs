@@ -13,6 +13,7 @@ pub mod domain;
 mod error;
 pub mod http;
 pub mod jwks;
+pub mod log;
 mod metrics;
 mod response;
 mod route;

@@ -6,13 +6,21 @@
 //! development tool; `template.yaml` declares the same).
 
 use std::collections::HashMap;
+use std::env;
 use std::time::Duration;
 
+use aws_config::environment::{
+    EnvironmentVariableCredentialsProvider, EnvironmentVariableRegionProvider,
+};
+use aws_config::meta::region::ProvideRegion;
+
 use aws_sdk_dynamodb::Client;
+use aws_sdk_dynamodb::config::BehaviorVersion;
 use aws_sdk_dynamodb::config::retry::RetryConfig;
 use aws_sdk_dynamodb::config::timeout::TimeoutConfig;
 use aws_sdk_dynamodb::error::{DisplayErrorContext, ProvideErrorMetadata, SdkError};
 use aws_sdk_dynamodb::operation::put_item::PutItemError;
+use aws_sdk_dynamodb::operation::query::builders::QueryFluentBuilder;
 use aws_sdk_dynamodb::types::{
     AttributeValue, KeyType, ReturnValuesOnConditionCheckFailure, ScalarAttributeType,
 };
@@ -59,11 +67,29 @@ const OPERATION_TIMEOUT: Duration = Duration::from_millis(3500);
 pub const MAX_ATTEMPTS: u32 = 3;
 const INITIAL_BACKOFF: Duration = Duration::from_millis(50);
 const MAX_BACKOFF: Duration = Duration::from_millis(500);
+/// The most that warming the connection may add to init when DynamoDB is
+/// slow or unreachable.
+const WARM_UP_TIMEOUT: Duration = Duration::from_secs(1);
 
-/// The DynamoDB client's configuration: the SDK's standard settings (region,
-/// credentials, endpoint) with this service's retries and timeouts.
-pub fn client_config(sdk_config: &aws_config::SdkConfig) -> aws_sdk_dynamodb::Config {
-    aws_sdk_dynamodb::config::Builder::from(sdk_config)
+/// The DynamoDB client's configuration, from the environment as Lambda sets
+/// it: the region (`AWS_REGION`), the function's credentials
+/// (`AWS_ACCESS_KEY_ID`, `AWS_SECRET_ACCESS_KEY`, `AWS_SESSION_TOKEN`) and,
+/// for DynamoDB Local, `AWS_ENDPOINT_URL_DYNAMODB` (or `AWS_ENDPOINT_URL`);
+/// with this service's retries and timeouts. Not the SDK's whole default
+/// chain (profiles, SSO, web identity, IMDS): a Lambda function never needs
+/// it, and it would add an STS client to the binary and its file and
+/// environment probing to init (README, "Performance").
+pub async fn client_config() -> aws_sdk_dynamodb::Config {
+    let region = EnvironmentVariableRegionProvider::new().region().await;
+    let endpoint = ["AWS_ENDPOINT_URL_DYNAMODB", "AWS_ENDPOINT_URL"]
+        .into_iter()
+        .find_map(|name| env::var(name).ok().filter(|url| !url.is_empty()));
+    let mut builder = aws_sdk_dynamodb::Config::builder()
+        .behavior_version(BehaviorVersion::latest())
+        .region(region)
+        .credentials_provider(EnvironmentVariableCredentialsProvider::new());
+    builder.set_endpoint_url(endpoint);
+    builder
         .retry_config(
             RetryConfig::standard()
                 .with_max_attempts(MAX_ATTEMPTS)
@@ -140,6 +166,26 @@ impl PlantStore {
         }
     }
 
+    /// Connects to DynamoDB during init, where Lambda gives the function full
+    /// CPU, so that the first request does not pay for the TLS handshake,
+    /// the trust store, credentials and signing set-up. It queries one item
+    /// of a partition that no token can name (longer than any [`Owner`]),
+    /// so no plant is read or written, with the only read the IAM policy
+    /// allows. A failure is logged, never fatal, and costs at most
+    /// [`WARM_UP_TIMEOUT`].
+    pub async fn warm_up(&self) {
+        let nobody = "~".repeat(Owner::MAX_BYTES + 1);
+        let query = self.query_partition(nobody).limit(1).send();
+        match tokio::time::timeout(WARM_UP_TIMEOUT, query).await {
+            Ok(Ok(_)) => {}
+            Ok(Err(error)) => {
+                let error = StoreError::from(error);
+                tracing::warn!(?error, "warming the DynamoDB connection failed");
+            }
+            Err(_) => tracing::warn!("warming the DynamoDB connection timed out"),
+        }
+    }
+
     /// Stores a plant unless the owner already has one with that id; never
     /// overwrites. On a conflict the stored plant comes back from the failed
     /// condition itself (no second read).
@@ -191,12 +237,7 @@ impl PlantStore {
         loop {
             let remaining = i32::try_from(wanted + 1 - rows.len()).unwrap_or(i32::MAX);
             let page = self
-                .client
-                .query()
-                .table_name(&self.table)
-                .key_condition_expression("#owner = :owner")
-                .expression_attribute_names("#owner", OWNER.name)
-                .expression_attribute_values(":owner", AttributeValue::S(owner.as_str().to_owned()))
+                .query_partition(owner.as_str().to_owned())
                 .scan_index_forward(true)
                 .limit(remaining)
                 .set_exclusive_start_key(start_key)
@@ -221,6 +262,16 @@ impl PlantStore {
             plants: rows.into_iter().map(|(_, plant)| plant).collect(),
             next_after,
         })
+    }
+
+    /// A Query of one partition.
+    fn query_partition(&self, owner: String) -> QueryFluentBuilder {
+        self.client
+            .query()
+            .table_name(&self.table)
+            .key_condition_expression("#owner = :owner")
+            .expression_attribute_names("#owner", OWNER.name)
+            .expression_attribute_values(":owner", AttributeValue::S(owner))
     }
 }
 

@@ -1,5 +1,5 @@
-//! The request log: one JSON line per request, from the subscriber that
-//! lambda_runtime provides, with the request id, method, path, status and
+//! The request log: one JSON line per request, from the function's
+//! subscriber (`plant_store::log`), with the request id, method, path, status and
 //! latency, and never the bearer token. A test binary of its own, because it
 //! installs the process-wide subscriber.
 
@@ -29,7 +29,7 @@ async fn each_request_logs_one_json_line_without_the_token() {
     unsafe { std::env::set_var("AWS_LAMBDA_LOG_FORMAT", "JSON") };
     let log = CapturedLog::default();
     let writer = log.clone();
-    lambda_http::tracing::init_default_subscriber_with_writer(move || writer.clone());
+    plant_store::log::init_subscriber(move || writer.clone());
 
     let app = TestApp::new().await;
     let valid = bearer("alice");

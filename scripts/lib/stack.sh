@@ -146,3 +146,86 @@ mint_token() {
   AUTH_ISSUER=$LOCAL_ISSUER AUTH_AUDIENCE=$LOCAL_AUDIENCE \
     "$DEV_TOOL" token --dir "$1" --sub "$2" --ttl "$3"
 }
+
+# A TLS terminator in front of DynamoDB Local, as AWS's endpoint is reached:
+# haproxy from Debian's packages (installed when missing), with a server
+# certificate for 127.0.0.1 from a local CA. Exports TLS_CA_BUNDLE: the
+# system's roots plus that CA in one file, as a Lambda image has one bundle.
+ensure_haproxy() {
+  command -v haproxy >/dev/null && return
+  log "installing haproxy (Debian package)"
+  apt-get update -qq >/dev/null
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq haproxy >/dev/null
+}
+
+# start_tls_terminator PORT UPSTREAM_PORT DIR
+start_tls_terminator() {
+  local port=$1 upstream=$2 dir=$3
+  ensure_haproxy
+  mkdir -p "$dir"
+  if [ ! -f "$dir/server.pem" ]; then
+    openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 30 \
+      -subj "/CN=plant-store local CA" -keyout "$dir/ca.key" -out "$dir/ca.pem" 2>/dev/null
+    openssl req -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes \
+      -subj "/CN=127.0.0.1" -keyout "$dir/server.key" -out "$dir/server.csr" 2>/dev/null
+    printf 'subjectAltName=IP:127.0.0.1,DNS:localhost\nextendedKeyUsage=serverAuth\n' >"$dir/ext.cnf"
+    openssl x509 -req -in "$dir/server.csr" -CA "$dir/ca.pem" -CAkey "$dir/ca.key" \
+      -CAcreateserial -days 30 -extfile "$dir/ext.cnf" -out "$dir/server.crt" 2>/dev/null
+    cat "$dir/server.crt" "$dir/server.key" >"$dir/server.pem"
+    cat /etc/ssl/certs/ca-certificates.crt "$dir/ca.pem" >"$dir/ca-bundle.pem"
+  fi
+  cat >"$dir/haproxy.cfg" <<CFG
+global
+  maxconn 512
+defaults
+  mode tcp
+  timeout connect 2s
+  timeout client 60s
+  timeout server 60s
+frontend tls
+  bind 127.0.0.1:$port ssl crt $dir/server.pem
+  default_backend dynamodb
+backend dynamodb
+  server local 127.0.0.1:$upstream
+CFG
+  log "starting haproxy (TLS) on 127.0.0.1:$port in front of 127.0.0.1:$upstream"
+  setsid haproxy -f "$dir/haproxy.cfg" -db >"$dir/haproxy.log" 2>&1 &
+  STARTED_PIDS+=($!)
+  for _ in $(seq 40); do
+    curl -s --max-time 2 --cacert "$dir/ca.pem" -o /dev/null "https://127.0.0.1:$port/" && break
+    sleep 0.25
+  done
+  export TLS_CA_BUNDLE="$dir/ca-bundle.pem"
+}
+
+# check_no_jitter_entropy TARGET_PROFILE_DIR: fails unless the aws-lc-sys
+# build behind that profile's binaries saw AWS_LC_SYS_NO_JITTER_ENTROPY=1
+# (.cargo/config.toml); its build script reports the variable it found.
+check_no_jitter_entropy() {
+  local output
+  output=$(ls -t "$1"/build/aws-lc-sys-*/output 2>/dev/null | head -1)
+  if [ -z "$output" ] || ! grep -q "AWS_LC_SYS_NO_JITTER_ENTROPY': '1'" "$output"; then
+    log "aws-lc-sys in $1 was built with the CPU-jitter entropy source (see .cargo/config.toml)"
+    return 1
+  fi
+  log "aws-lc-sys in $1: built without the CPU-jitter entropy source"
+}
+
+# The arm64 bootstrap that `sam build` makes (cargo lambda, cross-compiled
+# with zig), and its zip as `sam deploy` uploads it. Sets SAM_BOOTSTRAP and
+# SAM_BOOTSTRAP_ZIP.
+sam_build_artifact() {
+  ensure_python_tools
+  if ! rustup target list --installed | grep -qx aarch64-unknown-linux-gnu; then
+    log "adding the Rust target aarch64-unknown-linux-gnu"
+    rustup target add aarch64-unknown-linux-gnu
+  fi
+  log "sam build (arm64, provided.al2023, cargo lambda)"
+  sam build --template template.yaml --beta-features >"$TOOLS_DIR/sam-build.log" 2>&1 ||
+    { tail -40 "$TOOLS_DIR/sam-build.log" >&2; return 1; }
+  check_no_jitter_entropy target/aarch64-unknown-linux-gnu/release
+  SAM_BOOTSTRAP=.aws-sam/build/PlantsFunction/bootstrap
+  SAM_BOOTSTRAP_ZIP="$TOOLS_DIR/bootstrap.zip"
+  rm -f "$SAM_BOOTSTRAP_ZIP"
+  (cd "$(dirname "$SAM_BOOTSTRAP")" && zip -q -9 "$SAM_BOOTSTRAP_ZIP" bootstrap)
+}

@@ -11,7 +11,6 @@ pub mod key_server;
 use std::sync::atomic::{AtomicU32, AtomicUsize, Ordering};
 use std::sync::{Arc, OnceLock};
 
-use aws_config::BehaviorVersion;
 use aws_sdk_dynamodb::Client;
 use aws_sdk_dynamodb::config::interceptors::BeforeTransmitInterceptorContextRef;
 use aws_sdk_dynamodb::config::{ConfigBag, Intercept, RuntimeComponents, SharedInterceptor};
@@ -88,6 +87,13 @@ pub fn bearer(sub: &str) -> String {
 #[derive(Debug, Default, Clone)]
 pub struct CallCounter(Arc<AtomicUsize>);
 
+impl CallCounter {
+    /// How many requests the client has sent so far.
+    pub fn count(&self) -> usize {
+        self.0.load(Ordering::SeqCst)
+    }
+}
+
 impl Intercept for CallCounter {
     fn name(&self) -> &'static str {
         "CallCounter"
@@ -115,9 +121,9 @@ pub async fn counted_dynamodb_client(endpoint: Option<&str>) -> (Client, CallCou
         std::env::var_os("AWS_ENDPOINT_URL_DYNAMODB").is_some(),
         "AWS_ENDPOINT_URL_DYNAMODB is not set: run the tests with scripts/test, which starts DynamoDB Local"
     );
-    let sdk_config = aws_config::load_defaults(BehaviorVersion::latest()).await;
     let counter = CallCounter::default();
-    let mut config = client_config(&sdk_config)
+    let mut config = client_config()
+        .await
         .to_builder()
         .interceptor(SharedInterceptor::new(counter.clone()));
     if let Some(endpoint) = endpoint {
@@ -202,7 +208,7 @@ impl TestApp {
 
     /// How many requests the SDK has sent to DynamoDB so far.
     pub fn dynamodb_calls(&self) -> usize {
-        self.calls.0.load(Ordering::SeqCst)
+        self.calls.count()
     }
 
     pub async fn send(&self, request: Request) -> TestResponse {

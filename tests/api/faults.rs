@@ -5,9 +5,9 @@
 
 use std::time::{Duration, Instant};
 
-use plant_store::store::MAX_ATTEMPTS;
+use plant_store::store::{MAX_ATTEMPTS, PlantStore};
 use plant_store_testkit::fault_proxy::{Fault, FaultProxy};
-use plant_store_testkit::{TestApp, TestResponse, bearer};
+use plant_store_testkit::{TestApp, TestResponse, bearer, counted_dynamodb_client};
 use serde_json::json;
 
 /// Well inside the function's 10 s timeout: the SDK's operation timeout is 3.5 s.
@@ -176,4 +176,28 @@ async fn listing_under_persistent_throttling_is_a_503_too() {
     .await;
     assert_unavailable(&outcome);
     assert_eq!(outcome.attempts, MAX_ATTEMPTS as usize);
+}
+
+#[tokio::test]
+async fn warming_up_a_hanging_store_gives_up_within_a_second_and_does_not_fail() {
+    let proxy = FaultProxy::start(&TestApp::dynamodb_url(), &[], Fault::Hang).await;
+    let (client, calls) = counted_dynamodb_client(Some(&proxy.url)).await;
+    let store = PlantStore::new(client, "plants-warm-up");
+    let started = Instant::now();
+    store.warm_up().await;
+    let elapsed = started.elapsed();
+    eprintln!("warm-up against a hanging store: gave up after {elapsed:?}");
+    assert!(elapsed < Duration::from_millis(1300), "{elapsed:?}");
+    assert_eq!(calls.count(), 1);
+}
+
+#[tokio::test]
+async fn warming_up_makes_one_read_and_changes_nothing() {
+    let app = TestApp::new().await;
+    app.create("alice", json!({"id": 1, "name": "Fern"})).await;
+    let before = app.stored_items().await;
+    let (client, calls) = counted_dynamodb_client(None).await;
+    PlantStore::new(client, &app.table).warm_up().await;
+    assert_eq!(calls.count(), 1);
+    assert_eq!(app.stored_items().await, before);
 }

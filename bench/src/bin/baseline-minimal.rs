@@ -1,0 +1,70 @@
+//! The latency floor: the DynamoDB calls the function makes (a conditional
+//! PutItem for POST, a Query for GET), with no authentication, no
+//! validation, no logging and no metrics, and the best set-up found for the
+//! function: the SDK's defaults, and one cheap call during init so that the
+//! connection, TLS handshake and credentials are ready before the first
+//! event. The owner is fixed; the body is read as far as the calls need.
+
+use aws_config::BehaviorVersion;
+use aws_sdk_dynamodb::Client;
+use aws_sdk_dynamodb::types::AttributeValue;
+use lambda_http::{Body, Error, Request, RequestExt, Response, service_fn};
+use serde_json::Value;
+
+const OWNER: &str = "baseline";
+
+async fn handle(client: &Client, table: &str, request: Request) -> Result<Response<Body>, Error> {
+    let owner = AttributeValue::S(OWNER.into());
+    let body = if request.method() == "POST" {
+        let plant: Value = serde_json::from_slice(request.body().as_ref())?;
+        let result = client
+            .put_item()
+            .table_name(table)
+            .item("owner", owner)
+            .item("id", AttributeValue::N(plant["id"].to_string()))
+            .item("name", AttributeValue::S(plant["name"].to_string()))
+            .condition_expression("attribute_not_exists(id)")
+            .send()
+            .await;
+        match result {
+            Ok(_) => plant.to_string(),
+            Err(error) => error.to_string(),
+        }
+    } else {
+        // As the function does: one more than the page, to know whether more exist.
+        let limit: i32 = request
+            .query_string_parameters_ref()
+            .and_then(|query| query.first("limit"))
+            .and_then(|limit| limit.parse().ok())
+            .unwrap_or(100);
+        let page = client
+            .query()
+            .table_name(table)
+            .key_condition_expression("#owner = :owner")
+            .expression_attribute_names("#owner", "owner")
+            .expression_attribute_values(":owner", owner)
+            .limit(limit + 1)
+            .send()
+            .await?;
+        format!("{} items", page.count())
+    };
+    Ok(Response::new(Body::Text(body)))
+}
+
+#[tokio::main]
+async fn main() -> Result<(), Error> {
+    let table = std::env::var("PLANTS_TABLE")?;
+    let sdk_config = aws_config::load_defaults(BehaviorVersion::latest()).await;
+    let client = Client::new(&sdk_config);
+    let _ = client
+        .query()
+        .table_name(&table)
+        .key_condition_expression("#owner = :owner")
+        .expression_attribute_names("#owner", "owner")
+        .expression_attribute_values(":owner", AttributeValue::S("warm-up".into()))
+        .limit(1)
+        .send()
+        .await;
+    let (client, table) = (&client, table.as_str());
+    lambda_http::run(service_fn(move |request| handle(client, table, request))).await
+}
