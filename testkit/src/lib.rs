@@ -242,6 +242,12 @@ impl TestApp {
         assert_eq!(response.status, 200, "seeding {body}: {:?}", response.body);
     }
 
+    /// The owner of every item in the table, in the order of [`Self::stored_items`].
+    pub async fn stored_owners(&self) -> Vec<Value> {
+        let items = self.stored_items().await;
+        items.iter().map(|item| item["owner"].clone()).collect()
+    }
+
     /// Every item in the table, read straight from DynamoDB: what the function
     /// really stored, as `{owner, id, name, tag?}`, ordered by owner and id.
     pub async fn stored_items(&self) -> Vec<Value> {
