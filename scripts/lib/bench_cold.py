@@ -55,13 +55,24 @@ def percentile(samples, fraction):
     return ordered[index]
 
 
-def cold_start(command, env, event, expect_status):
-    """One cold start: init (process start to first /next) and the first
-    invocation (event handed out to answer), in seconds."""
+def start_environment(spec):
+    """A new execution environment running the function; and its init time
+    (process start to first /next), in seconds."""
     api = RuntimeApi()
     try:
-        api.start_function(command, env)
-        init = api.wait_until_ready()
+        api.start_function(spec["command"], spec["env"])
+        return api, api.wait_until_ready()
+    except Exception:
+        api.stop()
+        raise
+
+
+def cold_start(spec, event):
+    """One cold start: init and the first invocation (event handed out to
+    answer), in seconds."""
+    command, expect_status = spec["command"], spec.get("expect_status")
+    api, init = start_environment(spec)
+    try:
         first = api.invoke(event)
         status = status_of(first)
         if expect_status is not None and status != expect_status:
@@ -81,12 +92,7 @@ def main():
     names = list(functions)
 
     # One warm environment per function, kept for the whole run.
-    environments = {}
-    for name in names:
-        api = RuntimeApi()
-        api.start_function(functions[name]["command"], functions[name]["env"])
-        api.wait_until_ready()
-        environments[name] = api
+    environments = {name: start_environment(functions[name])[0] for name in names}
     plant_ids = itertools.count(int(time.time() * 1000))
     warm = {name: {"GET": [], "POST": []} for name in names}
 
@@ -118,8 +124,7 @@ def main():
         for round_number in range(rounds):
             order = names[round_number % len(names) :] + names[: round_number % len(names)]
             for name in order:
-                spec = functions[name]
-                init, first = cold_start(spec["command"], spec["env"], get_event, spec.get("expect_status"))
+                init, first = cold_start(functions[name], get_event)
                 cold[name]["init"].append(init)
                 cold[name]["first"].append(first)
             for _ in range(per_round):

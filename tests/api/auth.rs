@@ -38,7 +38,7 @@ async fn a_missing_or_non_bearer_authorization_gets_the_plain_challenge() {
         .await;
     response.assert_error(401, "Authorization");
     assert_eq!(response.header("www-authenticate"), Some(CHALLENGE));
-    let token = plant_store_testkit::token("alice");
+    let token = token("alice");
     for authorization in [
         format!("Basic {token}"),
         format!("Token {token}"),
