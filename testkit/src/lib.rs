@@ -7,6 +7,7 @@
 pub mod fault_proxy;
 pub mod forgeries;
 pub mod key_server;
+pub mod runtime_api;
 
 use std::sync::atomic::{AtomicU32, AtomicUsize, Ordering};
 use std::sync::{Arc, OnceLock};
@@ -201,6 +202,27 @@ impl TestApp {
         }
     }
 
+    /// The environment of the function's binary serving this app's table with
+    /// this run's keys (inline), as the SAM template configures it in AWS.
+    pub fn function_env(&self) -> Vec<(String, String)> {
+        let mut env: Vec<(String, String)> = [
+            "AWS_ENDPOINT_URL_DYNAMODB",
+            "AWS_REGION",
+            "AWS_ACCESS_KEY_ID",
+            "AWS_SECRET_ACCESS_KEY",
+        ]
+        .into_iter()
+        .filter_map(|name| Some((name.to_owned(), std::env::var(name).ok()?)))
+        .collect();
+        env.extend([
+            ("PLANTS_TABLE".to_owned(), self.table.clone()),
+            ("AUTH_ISSUER".to_owned(), ISSUER.to_owned()),
+            ("AUTH_AUDIENCE".to_owned(), AUDIENCE.to_owned()),
+            ("AUTH_JWKS".to_owned(), keys().jwks.clone()),
+        ]);
+        env
+    }
+
     /// DynamoDB Local's URL, as scripts/test exported it.
     pub fn dynamodb_url() -> String {
         std::env::var("AWS_ENDPOINT_URL_DYNAMODB").expect("run the tests with scripts/test")
@@ -319,6 +341,11 @@ impl HttpRequest {
     }
 
     pub fn build(self) -> Request {
+        lambda_http::request::from_str(&self.event()).unwrap()
+    }
+
+    /// The event as Lambda delivers it (what the Runtime API hands out).
+    pub fn event(self) -> String {
         // API Gateway joins repeated headers with a comma in v2 events.
         let mut headers = serde_json::Map::new();
         for (name, value) in &self.headers {
@@ -355,7 +382,7 @@ impl HttpRequest {
             "body": self.body,
             "isBase64Encoded": false
         });
-        lambda_http::request::from_str(&event.to_string()).unwrap()
+        event.to_string()
     }
 }
 

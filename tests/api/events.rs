@@ -1,7 +1,10 @@
 //! Fixtures as tests: every event in `events/` (real API Gateway REST, HTTP
-//! API and function URL shapes) is deserialised the way the Lambda runtime
-//! does and answered by the production handler against DynamoDB Local, then
-//! compared with the `.expected.json` beside it.
+//! API and function URL shapes) is answered against DynamoDB Local and
+//! compared with the `.expected.json` beside it, twice: deserialised as the
+//! Lambda runtime does and handed to the production handler, and handed to
+//! the function's binary through the Runtime API (the `bootstrap`, see
+//! [`crate::bootstrap_command`]; scripts/test runs this on the arm64 artifact
+//! of `sam build` too).
 //!
 //! `{{token}}` in an event stands for a token minted for this run (for the
 //! owner `events-user`), so committed events hold no credential that expires.
@@ -9,6 +12,7 @@
 use std::fs;
 use std::path::{Path, PathBuf};
 
+use plant_store_testkit::runtime_api::LambdaProcess;
 use plant_store_testkit::{TestApp, token};
 use serde_json::Value;
 
@@ -27,8 +31,17 @@ fn event_files(dir: &Path, found: &mut Vec<PathBuf>) {
     }
 }
 
+/// How an event reaches the function.
+#[derive(Clone, Copy)]
+enum Via {
+    /// lambda_http's deserialisation, then the handler, in this process.
+    Handler,
+    /// The Runtime API, to the binary (a process per event).
+    Bootstrap,
+}
+
 /// Replays one event; the differences from its `.expected.json`, if any.
-async fn replay(event_path: &Path) -> Vec<String> {
+async fn replay(event_path: &Path, via: Via) -> Vec<String> {
     let expected_path = event_path.with_extension("expected.json");
     let Ok(expected) = fs::read_to_string(&expected_path) else {
         return vec![format!("no {}", expected_path.display())];
@@ -42,11 +55,17 @@ async fn replay(event_path: &Path) -> Vec<String> {
     let event = fs::read_to_string(event_path)
         .unwrap()
         .replace("{{token}}", &token(EVENTS_OWNER));
-    let request = match lambda_http::request::from_str(&event) {
-        Ok(request) => request,
-        Err(error) => return vec![format!("not an event lambda_http accepts: {error}")],
+    let response = match via {
+        Via::Handler => match lambda_http::request::from_str(&event) {
+            Ok(request) => app.send(request).await,
+            Err(error) => return vec![format!("not an event lambda_http accepts: {error}")],
+        },
+        Via::Bootstrap => {
+            let function =
+                LambdaProcess::start(&crate::bootstrap_command(), &app.function_env()).await;
+            function.invoke(&event).await.http()
+        }
     };
-    let response = app.send(request).await;
 
     let mut differences = Vec::new();
     let mut compare = |what: String, actual: Value, wanted: &Value| {
@@ -69,6 +88,15 @@ async fn replay(event_path: &Path) -> Vec<String> {
 
 #[tokio::test]
 async fn every_sample_event_gets_its_expected_response() {
+    replay_all(Via::Handler).await;
+}
+
+#[tokio::test]
+async fn every_sample_event_gets_its_expected_response_from_the_bootstrap() {
+    replay_all(Via::Bootstrap).await;
+}
+
+async fn replay_all(via: Via) {
     let mut events = Vec::new();
     event_files(
         Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -80,7 +108,7 @@ async fn every_sample_event_gets_its_expected_response() {
     // Seven cases for each of the three event sources.
     assert_eq!(events.len(), 21, "events found: {events:?}");
     // Every fixture is replayed, and every one that fails is named.
-    let results = futures::future::join_all(events.iter().map(|event| replay(event))).await;
+    let results = futures::future::join_all(events.iter().map(|event| replay(event, via))).await;
     let failures: Vec<String> = events
         .iter()
         .zip(results)

@@ -1,5 +1,6 @@
 //! The integration tests, in one binary (one link of the AWS SDK), a module
-//! per area. Each runs the production handler against DynamoDB Local, which
+//! per area. Each runs the production handler, or the function's binary
+//! through a Runtime API stand-in, against DynamoDB Local, which
 //! `scripts/test` starts; `tests/logging.rs` is apart because it installs the
 //! process-wide log subscriber.
 
@@ -11,3 +12,13 @@ mod faults;
 mod hostile;
 mod pagination;
 mod remote_keys;
+
+/// The command that runs the function's `bootstrap`: `PLANT_STORE_BOOTSTRAP`
+/// (split at spaces; scripts/test sets it to the arm64 artifact under
+/// qemu-user), else this build's binary.
+pub fn bootstrap_command() -> Vec<String> {
+    match std::env::var("PLANT_STORE_BOOTSTRAP") {
+        Ok(command) => command.split_whitespace().map(str::to_owned).collect(),
+        Err(_) => vec![env!("CARGO_BIN_EXE_plant-store").to_owned()],
+    }
+}
