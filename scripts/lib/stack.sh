@@ -152,10 +152,14 @@ mint_token() {
 # certificate for 127.0.0.1 from a local CA. Exports TLS_CA_BUNDLE: the
 # system's roots plus that CA in one file, as a Lambda image has one bundle.
 ensure_haproxy() {
-  command -v haproxy >/dev/null && return
-  log "installing haproxy (Debian package)"
+  [ -x /usr/sbin/haproxy ] || ensure_debian_packages haproxy
+}
+
+# ensure_debian_packages PACKAGE...: installs them with apt-get.
+ensure_debian_packages() {
+  log "installing Debian packages: $*"
   apt-get update -qq >/dev/null
-  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq haproxy >/dev/null
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "$@" >/dev/null
 }
 
 # start_tls_terminator PORT UPSTREAM_PORT DIR
@@ -224,8 +228,34 @@ sam_build_artifact() {
   sam build --template template.yaml --beta-features >"$TOOLS_DIR/sam-build.log" 2>&1 ||
     { tail -40 "$TOOLS_DIR/sam-build.log" >&2; return 1; }
   check_no_jitter_entropy target/aarch64-unknown-linux-gnu/release
-  SAM_BOOTSTRAP=.aws-sam/build/PlantsFunction/bootstrap
+  SAM_BOOTSTRAP=$PWD/.aws-sam/build/PlantsFunction/bootstrap
+  check_arm64_bootstrap "$SAM_BOOTSTRAP"
   SAM_BOOTSTRAP_ZIP="$TOOLS_DIR/bootstrap.zip"
   rm -f "$SAM_BOOTSTRAP_ZIP"
   (cd "$(dirname "$SAM_BOOTSTRAP")" && zip -q -9 "$SAM_BOOTSTRAP_ZIP" bootstrap)
+}
+
+# check_arm64_bootstrap FILE: fails unless FILE is what the template
+# declares (Handler bootstrap, provided.al2023, arm64): an executable named
+# `bootstrap`, a 64-bit little-endian ELF for AArch64 (e_machine 183).
+check_arm64_bootstrap() {
+  local file=$1 header
+  header=$(od -An -tx1 -N20 "$file" | tr -d ' \n')
+  # \x7fELF, class 2 (64-bit), data 1 (little-endian) ... e_machine 0xb7 0x00.
+  if [ "$(basename "$file")" != bootstrap ] || [ ! -x "$file" ] ||
+    [ "${header:0:12}" != 7f454c460201 ] || [ "${header:36:4}" != b700 ]; then
+    log "$file is not an executable arm64 ELF named bootstrap (header $header)"
+    return 1
+  fi
+  log "$file: an arm64 ELF executable named bootstrap"
+}
+
+# The emulator that runs the arm64 bootstrap here: qemu-user (static) with
+# the arm64 C library's dynamic loader under /usr/aarch64-linux-gnu.
+# Sets QEMU_ARM64 to the command prefix.
+ensure_qemu_arm64() {
+  if ! command -v qemu-aarch64-static >/dev/null || [ ! -e /usr/aarch64-linux-gnu/lib/ld-linux-aarch64.so.1 ]; then
+    ensure_debian_packages qemu-user-static libc6-arm64-cross
+  fi
+  QEMU_ARM64="qemu-aarch64-static -L /usr/aarch64-linux-gnu"
 }
