@@ -1,6 +1,7 @@
 //! Request metrics as CloudWatch Embedded Metric Format: one JSON object per
 //! request on stdout, which CloudWatch Logs turns into metrics with no extra
-//! AWS call. Namespace `PlantStore`; dimensions `Route` (from the route
+//! AWS call. Namespace `PlantStore`; dimensions `FunctionName` (the whole
+//! function, what the template's alarm watches), `Route` (from the route
 //! table, `other` for anything unknown) and `Route` + `StatusClass`; metrics
 //! `Requests`, `Latency`, `ClientErrors` and `ServerErrors`.
 
@@ -10,8 +11,8 @@ use serde_json::json;
 
 const NAMESPACE: &str = "PlantStore";
 
-/// The EMF line for one request.
-pub fn emf_line(route: &str, status: u16, latency_ms: f64) -> String {
+/// The EMF line for one request to the function named `function`.
+pub fn emf_line(function: &str, route: &str, status: u16, latency_ms: f64) -> String {
     let timestamp_ms = SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .map(|elapsed| elapsed.as_millis() as u64)
@@ -21,7 +22,7 @@ pub fn emf_line(route: &str, status: u16, latency_ms: f64) -> String {
             "Timestamp": timestamp_ms,
             "CloudWatchMetrics": [{
                 "Namespace": NAMESPACE,
-                "Dimensions": [["Route"], ["Route", "StatusClass"]],
+                "Dimensions": [["FunctionName"], ["Route"], ["Route", "StatusClass"]],
                 "Metrics": [
                     {"Name": "Requests", "Unit": "Count"},
                     {"Name": "Latency", "Unit": "Milliseconds"},
@@ -30,6 +31,7 @@ pub fn emf_line(route: &str, status: u16, latency_ms: f64) -> String {
                 ]
             }]
         },
+        "FunctionName": function,
         "Route": route,
         "StatusClass": format!("{}xx", status / 100),
         "Requests": 1,
@@ -47,7 +49,8 @@ mod tests {
 
     #[test]
     fn an_emf_line_declares_its_metrics_and_carries_their_values() {
-        let line: Value = serde_json::from_str(&emf_line("POST /plants", 503, 12.5)).unwrap();
+        let line: Value =
+            serde_json::from_str(&emf_line("plants-fn", "POST /plants", 503, 12.5)).unwrap();
         let directive = &line["_aws"]["CloudWatchMetrics"][0];
         assert_eq!(directive["Namespace"], "PlantStore");
         assert!(line["_aws"]["Timestamp"].as_u64().unwrap() > 1_700_000_000_000);
@@ -63,6 +66,7 @@ mod tests {
                 "{metric}"
             );
         }
+        assert_eq!(line["FunctionName"], "plants-fn");
         assert_eq!(line["StatusClass"], "5xx");
         assert_eq!(
             (line["ClientErrors"].as_u64(), line["ServerErrors"].as_u64()),

@@ -1,0 +1,246 @@
+"""What matters in template.yaml for safety and cost, beyond the linters.
+
+- The function's IAM policy grants exactly the DynamoDB actions the
+  function's code calls (read from src/), on the plants table only, and the
+  template defines no other IAM.
+- Every log group has a retention, and the function and the API log into
+  log groups of the template (not ones created on first use, kept forever).
+- Every alarm notifies the alarm topic when it fires, and each thing the
+  README's "Operating it" names is watched.
+- The table is protected: deletion protection, point-in-time recovery,
+  retained with the stack.
+- The Cognito user pool admits only admin-created users unless asked.
+
+Each check is also run on copies of the template with one protection
+removed or widened, and must fail there (`MutationsAreCaught`), so the checks
+cannot pass vacuously.
+
+Run: python3 tests/template_test.py (scripts/test runs it with the venv that
+has cfn-lint, whose YAML loader understands the intrinsic-function tags).
+"""
+
+import copy
+import pathlib
+import re
+import unittest
+
+from cfnlint.decode import decode
+
+ROOT = pathlib.Path(__file__).resolve().parent.parent
+FUNCTION = "PlantsFunction"
+TABLE = "PlantsTable"
+TOPIC = "AlarmTopic"
+# The alarms "Operating it" describes, by the metric each watches.
+WATCHED = {
+    ("PlantStore", "ServerErrors"),
+    ("AWS/Lambda", "Errors"),
+    ("AWS/Lambda", "Throttles"),
+    ("AWS/ApiGateway", "5xx"),
+    ("AWS/ApiGateway", "Latency"),
+    ("AWS/DynamoDB", "ReadThrottleEvents"),
+    ("AWS/DynamoDB", "WriteThrottleEvents"),
+}
+
+
+def load_template():
+    template, errors = decode(str(ROOT / "template.yaml"))
+    assert not errors, errors
+    return template
+
+
+def dynamodb_actions_in_code():
+    """`dynamodb:PutItem` for every `.client.put_item()` (and so on) in src/."""
+    calls = set()
+    for source in (ROOT / "src").rglob("*.rs"):
+        calls |= set(re.findall(r"\.client\s*\.([a-z_]+)\(\)", source.read_text()))
+    return {"dynamodb:" + "".join(part.title() for part in call.split("_")) for call in calls}
+
+
+def resources(template, kind):
+    return {
+        name: resource
+        for name, resource in template["Resources"].items()
+        if resource["Type"] == kind
+    }
+
+
+def as_list(value):
+    return value if isinstance(value, list) else [value]
+
+
+def iam_problems(template):
+    problems = []
+    function = template["Resources"][FUNCTION]["Properties"]
+    if "Role" in function:
+        problems.append("the function has a Role of its own instead of its Policies")
+    iam = [name for name, r in template["Resources"].items() if r["Type"].startswith("AWS::IAM::")]
+    if iam:
+        problems.append(f"IAM resources besides the function's policy: {iam}")
+    policies = function.get("Policies", [])
+    if len(policies) != 1 or not isinstance(policies[0], dict):
+        return problems + [f"the function's Policies are not one inline policy: {policies}"]
+    granted = set()
+    for statement in policies[0]["Statement"]:
+        if statement.get("Effect") != "Allow":
+            continue
+        if "NotAction" in statement or "NotResource" in statement:
+            problems.append(f"NotAction/NotResource grant everything else: {statement}")
+        actions = set(as_list(statement.get("Action", [])))
+        granted |= actions
+        resource = as_list(statement.get("Resource", []))
+        if resource != [{"Fn::GetAtt": [TABLE, "Arn"]}]:
+            problems.append(f"{sorted(actions)} granted on {resource}, not on the table alone")
+    wanted = dynamodb_actions_in_code()
+    if granted != wanted:
+        problems.append(f"the policy grants {sorted(granted)}; the code calls {sorted(wanted)}")
+    return problems
+
+
+def log_problems(template):
+    problems = []
+    groups = resources(template, "AWS::Logs::LogGroup")
+    for name, group in groups.items():
+        if "RetentionInDays" not in group.get("Properties", {}):
+            problems.append(f"log group {name} keeps its logs forever (no RetentionInDays)")
+    logging = template["Resources"][FUNCTION]["Properties"].get("LoggingConfig", {})
+    if logging.get("LogGroup", {}).get("Ref") not in groups:
+        problems.append("the function logs to a group Lambda creates, without retention")
+    apis = resources(template, "AWS::Serverless::HttpApi")
+    for name, api in apis.items():
+        destination = api["Properties"].get("AccessLogSettings", {}).get("DestinationArn", {})
+        if destination.get("Fn::GetAtt", [None])[0] not in groups:
+            problems.append(f"the HTTP API {name} writes no access log to a group of the template")
+    return problems
+
+
+def alarm_problems(template):
+    problems = []
+    alarms = resources(template, "AWS::CloudWatch::Alarm")
+    watched = set()
+    for name, alarm in alarms.items():
+        properties = alarm["Properties"]
+        if {"Ref": TOPIC} not in properties.get("AlarmActions", []):
+            problems.append(f"alarm {name} notifies nobody (no AlarmActions to {TOPIC})")
+        metrics = [properties] + [
+            m["MetricStat"]["Metric"] for m in properties.get("Metrics", []) if "MetricStat" in m
+        ]
+        watched |= {(m["Namespace"], m["MetricName"]) for m in metrics if "MetricName" in m}
+    for missing in sorted(WATCHED - watched):
+        problems.append(f"no alarm watches {missing[0]} {missing[1]}")
+    if template["Resources"].get(TOPIC, {}).get("Type") != "AWS::SNS::Topic":
+        problems.append(f"no SNS topic {TOPIC} for the alarms")
+    return problems
+
+
+def table_problems(template):
+    table = template["Resources"][TABLE]
+    properties = table["Properties"]
+    problems = []
+    if properties.get("DeletionProtectionEnabled") is not True:
+        problems.append("the table has no deletion protection")
+    pitr = properties.get("PointInTimeRecoverySpecification", {})
+    if pitr.get("PointInTimeRecoveryEnabled") is not True:
+        problems.append("the table has no point-in-time recovery")
+    for policy in ("DeletionPolicy", "UpdateReplacePolicy"):
+        if table.get(policy) != "Retain":
+            problems.append(f"the table's {policy} is not Retain")
+    return problems
+
+
+def user_pool_problems(template):
+    parameter = template["Parameters"]["AllowSelfSignUp"]
+    pool = template["Resources"]["UserPool"]["Properties"]
+    admin_only = pool.get("AdminCreateUserConfig", {}).get("AllowAdminCreateUserOnly")
+    if parameter.get("Default") != "false" or admin_only != {"Fn::If": ["SelfSignUp", False, True]}:
+        return ["anyone can sign up to the user pool by default"]
+    return []
+
+
+CHECKS = [iam_problems, log_problems, alarm_problems, table_problems, user_pool_problems]
+
+
+def problems(template):
+    return [problem for check in CHECKS for problem in check(template)]
+
+
+class TemplateTest(unittest.TestCase):
+    def test_the_template_has_none_of_the_problems(self):
+        self.assertEqual(problems(load_template()), [])
+
+    def test_the_code_calls_what_the_policy_should_grant(self):
+        # Guards the derivation itself: if it found nothing, an empty policy
+        # would pass the IAM check.
+        self.assertEqual(dynamodb_actions_in_code(), {"dynamodb:PutItem", "dynamodb:Query"})
+
+
+def statement(template):
+    return template["Resources"][FUNCTION]["Properties"]["Policies"][0]["Statement"][0]
+
+
+def alarm(template, name):
+    return template["Resources"][name]["Properties"]
+
+
+# Each: what is changed, and the change. Every one must make `problems` report.
+MUTATIONS = {
+    "a wildcard action": lambda t: statement(t).update(Action=["dynamodb:*"]),
+    "one more action (Scan)": lambda t: statement(t)["Action"].append("dynamodb:Scan"),
+    "every table": lambda t: statement(t).update(Resource="*"),
+    "the table's indexes too": lambda t: statement(t).update(
+        Resource=[{"Fn::GetAtt": [TABLE, "Arn"]}, {"Fn::Sub": "${PlantsTable.Arn}/index/*"}]
+    ),
+    "a managed policy": lambda t: t["Resources"][FUNCTION]["Properties"]["Policies"].append(
+        "AmazonDynamoDBFullAccess"
+    ),
+    "a second statement": lambda t: t["Resources"][FUNCTION]["Properties"]["Policies"][0][
+        "Statement"
+    ].append({"Effect": "Allow", "Action": "s3:GetObject", "Resource": "*"}),
+    "the function's log retention": lambda t: t["Resources"]["PlantsFunctionLogGroup"][
+        "Properties"
+    ].pop("RetentionInDays"),
+    "the access log's retention": lambda t: t["Resources"]["ApiAccessLogGroup"]["Properties"].pop(
+        "RetentionInDays"
+    ),
+    "the function's log group": lambda t: t["Resources"][FUNCTION]["Properties"][
+        "LoggingConfig"
+    ].pop("LogGroup"),
+    "the API's access log": lambda t: t["Resources"]["PlantsApi"]["Properties"].pop(
+        "AccessLogSettings"
+    ),
+    "an alarm's action": lambda t: alarm(t, "FunctionServerErrorsAlarm").pop("AlarmActions"),
+    "the table throttle alarm's action": lambda t: alarm(t, "TableThrottlesAlarm").update(
+        AlarmActions=[]
+    ),
+    "the p99 latency alarm": lambda t: t["Resources"].pop("ApiLatencyAlarm"),
+    "the Lambda throttles alarm": lambda t: t["Resources"].pop("FunctionThrottlesAlarm"),
+    "the alarm topic": lambda t: t["Resources"].pop(TOPIC),
+    "deletion protection": lambda t: t["Resources"][TABLE]["Properties"].pop(
+        "DeletionProtectionEnabled"
+    ),
+    "point-in-time recovery": lambda t: t["Resources"][TABLE]["Properties"].pop(
+        "PointInTimeRecoverySpecification"
+    ),
+    "the retain policy": lambda t: t["Resources"][TABLE].pop("DeletionPolicy"),
+    "admin-only sign-up": lambda t: t["Resources"]["UserPool"]["Properties"].pop(
+        "AdminCreateUserConfig"
+    ),
+    "self sign-up on by default": lambda t: t["Parameters"]["AllowSelfSignUp"].update(
+        Default="true"
+    ),
+}
+
+
+class MutationsAreCaught(unittest.TestCase):
+    def test_every_removed_or_widened_protection_is_reported(self):
+        original = load_template()
+        for change, mutate in MUTATIONS.items():
+            with self.subTest(change=change):
+                template = copy.deepcopy(original)
+                mutate(template)
+                found = problems(template)
+                self.assertTrue(found, f"removing/widening {change} went unnoticed")
+                print(f"  {change}: {found[0]}")
+
+
+if __name__ == "__main__":
+    unittest.main(verbosity=2)
