@@ -1,7 +1,10 @@
 //! The Lambda `bootstrap`: reads the configuration, builds the clients,
 //! fetches the signing keys and opens the DynamoDB connection once (in init,
 //! where Lambda gives full CPU), and hands every request to
-//! [`PlantApi::handle`].
+//! [`PlantApi::handle`]: one at a time on classic Lambda, up to
+//! `AWS_LAMBDA_MAX_CONCURRENCY` at once on Lambda Managed Instances.
+
+use std::sync::Arc;
 
 use lambda_http::{Error, service_fn};
 use plant_store::auth::Verifier;
@@ -19,10 +22,12 @@ async fn main() -> Result<(), Error> {
     let store = PlantStore::new(client, config.table);
     // Both remote calls of a request, made ready while init has full CPU.
     tokio::join!(keys.prefetch(), store.warm_up());
-    let api = PlantApi::new(Verifier::new(keys, &config.rules), store);
-    let api = &api;
-    lambda_http::run(service_fn(move |request| async move {
-        Ok::<_, Error>(api.handle(request).await)
+    let api = Arc::new(PlantApi::new(Verifier::new(keys, &config.rules), store));
+    // Falls back to lambda_http's one-at-a-time loop when the variable is
+    // unset or 1, so the same binary serves both.
+    lambda_http::run_concurrent(service_fn(move |request| {
+        let api = Arc::clone(&api);
+        async move { Ok::<_, Error>(api.handle(request).await) }
     }))
     .await
 }

@@ -1,12 +1,24 @@
 //! Races through the production handler on DynamoDB Local: retries and
 //! conflicting writers never produce a second item or an overwrite, and many
 //! concurrent clients lose nothing. Counts are printed (--nocapture).
+//!
+//! Then the function's binary in one execution environment, through the
+//! Runtime API stand-in, as Lambda Managed Instances runs it: with
+//! `AWS_LAMBDA_MAX_CONCURRENCY=8` a mix of 64 requests handed out at once gets
+//! the contract's answers, with a whole log line of its own per request; the
+//! JWKS refetch rules hold under concurrent unknown `kid`s; and without the
+//! variable the binary takes one request at a time, as on classic Lambda.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicI64, Ordering};
 
-use plant_store_testkit::{TestApp, bearer};
+use jsonwebtoken::Algorithm;
+use plant_store_dev::DevKey;
+use plant_store_testkit::forgeries::forged_tokens;
+use plant_store_testkit::key_server::{Behaviour, KeyServer};
+use plant_store_testkit::runtime_api::{Invoked, LambdaProcess};
+use plant_store_testkit::{AUDIENCE, HttpRequest, ISSUER, TestApp, TestResponse, bearer, keys};
 use serde_json::{Value, json};
 
 /// These tests load one DynamoDB Local on a small machine; run together, its
@@ -126,4 +138,288 @@ async fn ten_thousand_posts_from_32_clients_are_all_stored_as_sent() {
         let expected = json!({"owner": "alice", "id": id, "name": format!("plant {id}"), "tag": format!("t{}", id % 7)});
         assert_eq!(*item, expected);
     }
+}
+
+/// Requests in flight at once in one execution environment, as Lambda
+/// Managed Instances would be configured (`PerExecutionEnvironmentMaxConcurrency`).
+const MAX_CONCURRENCY: usize = 8;
+
+/// The function's binary for `app`'s table, with JSON logs at INFO, and
+/// `AWS_LAMBDA_MAX_CONCURRENCY` when given.
+async fn start_function(
+    app: &TestApp,
+    max_concurrency: Option<usize>,
+    extra: &[(&str, &str)],
+) -> LambdaProcess {
+    let mut env = app.function_env();
+    env.push(("AWS_LAMBDA_LOG_FORMAT".into(), "JSON".into()));
+    env.push(("AWS_LAMBDA_LOG_LEVEL".into(), "INFO".into()));
+    if let Some(limit) = max_concurrency {
+        env.push(("AWS_LAMBDA_MAX_CONCURRENCY".into(), limit.to_string()));
+    }
+    for (name, value) in extra {
+        env.retain(|(present, _)| present != name);
+        env.push((name.to_string(), value.to_string()));
+    }
+    LambdaProcess::start(&crate::bootstrap_command(), &env).await
+}
+
+fn post_event(authorization: &str, body: Value) -> String {
+    HttpRequest::new("POST", "/plants")
+        .header("authorization", authorization)
+        .header("content-type", "application/json")
+        .body(&body.to_string())
+        .event()
+}
+
+/// Hands every event to the function at once; the answers in order.
+async fn invoke_all(function: &LambdaProcess, events: &[String]) -> Vec<Invoked> {
+    futures::future::join_all(events.iter().map(|event| function.invoke(event))).await
+}
+
+#[derive(Clone, Copy, Debug)]
+enum Kind {
+    /// A POST of an id not stored yet (bob, ids 1 to 16).
+    New,
+    /// The same POST again and again (carol's plant 1).
+    Retry,
+    /// POSTs of one id with different names (dave's plant 1).
+    Conflict,
+    /// A GET of two of alice's three plants.
+    List,
+    /// A POST with a forged token, claiming to be alice.
+    Forged,
+}
+
+/// 64 requests of every kind, interleaved so that each batch the function
+/// takes is a mix.
+fn mixed_requests() -> Vec<(Kind, String)> {
+    let mut requests = Vec::new();
+    let bob = bearer("bob");
+    for id in 1..=16 {
+        let body = json!({"id": id, "name": format!("plant {id}")});
+        requests.push((Kind::New, post_event(&bob, body)));
+    }
+    let carol = bearer("carol");
+    for _ in 0..16 {
+        let body = json!({"id": 1, "name": "Ivy", "tag": "climber"});
+        requests.push((Kind::Retry, post_event(&carol, body)));
+    }
+    let dave = bearer("dave");
+    for n in 0..8 {
+        let body = json!({"id": 1, "name": format!("name {n}")});
+        requests.push((Kind::Conflict, post_event(&dave, body)));
+    }
+    let alice = bearer("alice");
+    for _ in 0..16 {
+        let event = HttpRequest::new("GET", "/plants?limit=2")
+            .header("authorization", &alice)
+            .event();
+        requests.push((Kind::List, event));
+    }
+    for (_, token) in forged_tokens().into_iter().cycle().take(8) {
+        let body = json!({"id": 99, "name": "Forged"});
+        requests.push((Kind::Forged, post_event(&format!("Bearer {token}"), body)));
+    }
+    assert_eq!(requests.len(), 64);
+    // 27 is prime to 64: a fixed permutation that spreads each kind out.
+    (0..64).map(|n| requests[(n * 27) % 64].clone()).collect()
+}
+
+async fn seed_alice(app: &TestApp) {
+    for (id, name) in [(1, "Fern"), (2, "Aloe"), (3, "Ivy")] {
+        app.create("alice", json!({"id": id, "name": name})).await;
+    }
+}
+
+/// Each answer is the contract's for its kind of request, and the table
+/// afterwards holds exactly what the accepted requests wrote.
+async fn assert_contract_answers(app: &TestApp, answers: &[(Kind, TestResponse)]) {
+    let mut conflict_winner = None;
+    let mut statuses: BTreeMap<String, BTreeMap<u16, usize>> = BTreeMap::new();
+    for (kind, response) in answers {
+        *statuses
+            .entry(format!("{kind:?}"))
+            .or_default()
+            .entry(response.status)
+            .or_default() += 1;
+        let body = &response.body;
+        match kind {
+            Kind::New => {
+                assert_eq!(response.status, 200, "{body}");
+                assert!(body["name"].as_str().unwrap().starts_with("plant "));
+            }
+            Kind::Retry => {
+                assert_eq!(response.status, 200, "{body}");
+                assert_eq!(*body, json!({"name": "Ivy", "tag": "climber"}));
+            }
+            Kind::Conflict if response.status == 200 => {
+                assert!(conflict_winner.replace(body["name"].clone()).is_none());
+            }
+            Kind::Conflict => response.assert_error(409, "id 1 already exists"),
+            Kind::List => {
+                assert_eq!(response.status, 200, "{body}");
+                assert_eq!(*body, json!([{"name": "Fern"}, {"name": "Aloe"}]));
+                assert!(response.header("link").unwrap().contains(r#"rel="next""#));
+            }
+            Kind::Forged => {
+                response.assert_error(401, "token");
+                assert!(response.header("www-authenticate").is_some());
+            }
+        }
+    }
+    eprintln!("statuses by kind: {statuses:?}");
+    assert_eq!(statuses["Conflict"], BTreeMap::from([(200, 1), (409, 7)]));
+    let mut expected = vec![
+        json!({"owner": "alice", "id": 1, "name": "Fern"}),
+        json!({"owner": "alice", "id": 2, "name": "Aloe"}),
+        json!({"owner": "alice", "id": 3, "name": "Ivy"}),
+    ];
+    for id in 1..=16 {
+        expected.push(json!({"owner": "bob", "id": id, "name": format!("plant {id}")}));
+    }
+    expected.push(json!({"owner": "carol", "id": 1, "name": "Ivy", "tag": "climber"}));
+    expected.push(json!({"owner": "dave", "id": 1, "name": conflict_winner.unwrap()}));
+    assert_eq!(app.stored_items().await, expected);
+}
+
+/// Every line the function wrote is one whole JSON object; each request has
+/// one request line and one metrics line, and its request line carries its
+/// own request id and trace id.
+fn assert_one_whole_line_per_request(function: &LambdaProcess, invoked: &[Invoked]) {
+    let lines: Vec<Value> = function
+        .output()
+        .iter()
+        .map(|line| {
+            serde_json::from_str(line).unwrap_or_else(|_| panic!("not one whole JSON line: {line}"))
+        })
+        .collect();
+    let trace_ids: HashMap<&str, &str> = invoked
+        .iter()
+        .map(|call| (call.request_id.as_str(), call.trace_id.as_str()))
+        .collect();
+    let mut logged = HashSet::new();
+    for line in lines
+        .iter()
+        .filter(|line| line["fields"]["message"] == "request")
+    {
+        let request_id = line["fields"]["request_id"].as_str().unwrap();
+        assert_eq!(line["span"]["requestId"], request_id, "{line}");
+        assert_eq!(line["span"]["xrayTraceId"], trace_ids[request_id], "{line}");
+        assert!(logged.insert(request_id), "logged twice: {line}");
+    }
+    assert_eq!(logged.len(), invoked.len());
+    let metrics: Vec<_> = lines
+        .iter()
+        .filter(|line| line.get("_aws").is_some())
+        .collect();
+    assert_eq!(metrics.len(), invoked.len());
+    // The alarm's dimension: the function's name, from the Lambda environment.
+    assert!(
+        metrics
+            .iter()
+            .all(|line| line["FunctionName"] == "plant-store")
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sixty_four_mixed_requests_at_once_in_one_process_get_the_contracts_answers() {
+    let _turn = ONE_AT_A_TIME.lock().await;
+    let app = TestApp::new().await;
+    seed_alice(&app).await;
+    let function = start_function(&app, Some(MAX_CONCURRENCY), &[]).await;
+    let (kinds, events): (Vec<Kind>, Vec<String>) = mixed_requests().into_iter().unzip();
+
+    let invoked = invoke_all(&function, &events).await;
+
+    let in_flight = function.max_in_flight();
+    eprintln!(
+        "AWS_LAMBDA_MAX_CONCURRENCY={MAX_CONCURRENCY}: at most {in_flight} requests in flight"
+    );
+    assert!(
+        (2..=MAX_CONCURRENCY).contains(&in_flight),
+        "{in_flight} in flight at once"
+    );
+    let answers: Vec<_> = kinds
+        .into_iter()
+        .zip(invoked.iter().map(Invoked::http))
+        .collect();
+    assert_contract_answers(&app, &answers).await;
+    assert_one_whole_line_per_request(&function, &invoked);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn without_the_variable_one_process_serves_one_request_at_a_time() {
+    let _turn = ONE_AT_A_TIME.lock().await;
+    let app = TestApp::new().await;
+    seed_alice(&app).await;
+    let function = start_function(&app, None, &[]).await;
+    let (kinds, events): (Vec<Kind>, Vec<String>) = mixed_requests().into_iter().unzip();
+
+    let invoked = invoke_all(&function, &events).await;
+
+    assert_eq!(function.max_in_flight(), 1);
+    let answers: Vec<_> = kinds
+        .into_iter()
+        .zip(invoked.iter().map(Invoked::http))
+        .collect();
+    assert_contract_answers(&app, &answers).await;
+    assert_one_whole_line_per_request(&function, &invoked);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn concurrent_unknown_kids_share_one_fetch_and_refetch_at_most_once_per_interval() {
+    let _turn = ONE_AT_A_TIME.lock().await;
+    // The issuer is down at init: no key set yet, so a miss may refetch
+    // after a second (production's rules: 1 s without keys, else 10 s).
+    let server = KeyServer::start(keys().jwks.clone()).await;
+    server.set(Behaviour::Status(503));
+    let app = TestApp::new().await;
+    let remote_keys = [
+        ("AUTH_JWKS", ""),
+        ("AUTH_JWKS_URL", server.jwks_url.as_str()),
+    ];
+    let function = start_function(&app, Some(MAX_CONCURRENCY), &remote_keys).await;
+    assert_eq!(server.fetches(), 1, "the key set is fetched at init");
+    tokio::time::sleep(std::time::Duration::from_millis(1100)).await;
+
+    // Back, with a key set that holds a new key: 16 requests signed with it,
+    // at once, cause one fetch between them and all verify.
+    let rotated = DevKey::generate(Algorithm::EdDSA).unwrap();
+    server.set(Behaviour::Serve(DevKey::jwks_json(&[
+        &keys().eddsa,
+        &rotated,
+    ])));
+    let token = rotated.token(ISSUER, Some(AUDIENCE), "erin", 3600).unwrap();
+    let events: Vec<String> = (1..=16)
+        .map(|id| {
+            post_event(
+                &format!("Bearer {token}"),
+                json!({"id": id, "name": "Fern"}),
+            )
+        })
+        .collect();
+    let answers = invoke_all(&function, &events).await;
+    assert!(answers.iter().all(|call| call.http().status == 200));
+    assert_eq!(server.fetches(), 2, "concurrent misses share one fetch");
+
+    // Within the refetch interval (10 s), 16 more unknown kids at once cause
+    // no fetch at all, and are refused.
+    let unknown = DevKey::generate(Algorithm::EdDSA).unwrap();
+    let token = unknown.token(ISSUER, Some(AUDIENCE), "erin", 3600).unwrap();
+    let events: Vec<String> = (17..=32)
+        .map(|id| {
+            post_event(
+                &format!("Bearer {token}"),
+                json!({"id": id, "name": "Fern"}),
+            )
+        })
+        .collect();
+    let answers = invoke_all(&function, &events).await;
+    for call in &answers {
+        call.http().assert_error(401, "token");
+    }
+    assert_eq!(server.fetches(), 2, "no refetch within the interval");
+    assert!(function.max_in_flight() > 1);
+    assert_eq!(app.stored_items().await.len(), 16);
 }
