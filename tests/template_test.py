@@ -15,16 +15,27 @@ Each check is also run on copies of the template with one protection
 removed or widened, and must fail there (`MutationsAreCaught`), so the checks
 cannot pass vacuously.
 
+Both compute types (`ComputeTypes`): the template lints clean with cfn-lint
+as classic Lambda (the default) and as Lambda Managed Instances, and SAM
+translates each (after AWS::LanguageExtensions, as the SAM CLI emulates it)
+into what that mode needs.
+
 Run: python3 tests/template_test.py (scripts/test runs it with the venv that
 has cfn-lint, whose YAML loader understands the intrinsic-function tags).
 """
 
 import copy
+import json
+import os
 import pathlib
 import re
+import subprocess
+import sys
 import unittest
 
 from cfnlint.decode import decode
+from samcli.lib.cfn_language_extensions.sam_integration import expand_language_extensions
+from samtranslator.translator.transform import transform
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 FUNCTION = "PlantsFunction"
@@ -39,6 +50,16 @@ WATCHED = {
     ("AWS/ApiGateway", "Latency"),
     ("AWS/DynamoDB", "ReadThrottleEvents"),
     ("AWS/DynamoDB", "WriteThrottleEvents"),
+}
+
+
+# Lambda Managed Instances with made-up (well-formed) network ids.
+MANAGED_INSTANCES = {
+    "ComputeType": "ManagedInstances",
+    "ManagedInstancesSubnetIds": "subnet-0a1b2c3d4e5f60708,subnet-0a1b2c3d4e5f60709",
+    "ManagedInstancesSecurityGroupIds": "sg-0a1b2c3d4e5f60708",
+    "ManagedInstancesVpcId": "vpc-0a1b2c3d4e5f60708",
+    "ManagedInstancesRouteTableIds": "rtb-0a1b2c3d4e5f60708",
 }
 
 
@@ -228,6 +249,86 @@ MUTATIONS = {
         Default="true"
     ),
 }
+
+
+def translated(parameters):
+    """The template as CloudFormation runs it with these parameters: the
+    AWS::LanguageExtensions transform (the SAM CLI's emulation of it), then
+    the SAM transform, with the code already uploaded as `sam deploy` does."""
+    os.environ.setdefault("AWS_DEFAULT_REGION", "us-east-1")
+    pseudo = {
+        "AWS::Region": "us-east-1",
+        "AWS::AccountId": "123456789012",
+        "AWS::Partition": "aws",
+        "AWS::StackName": "plant-store",
+        "AWS::URLSuffix": "amazonaws.com",
+    }
+    template = json.loads(json.dumps(load_template()))
+    expanded = expand_language_extensions(
+        template, parameter_values={**pseudo, **parameters}, enabled=True
+    ).expanded_template
+    expanded["Resources"][FUNCTION]["Properties"]["CodeUri"] = "s3://artifacts/plant-store.zip"
+
+    class NoManagedPolicies:
+        def load(self):
+            return {}
+
+    return transform(expanded, parameters, NoManagedPolicies())["Resources"]
+
+
+def of_type(resources, kind, false_conditions=()):
+    """The properties of every resource of this kind that CloudFormation
+    creates: those without a Condition that is false in this mode."""
+    return [
+        resource["Properties"]
+        for resource in resources.values()
+        if resource["Type"] == kind and resource.get("Condition") not in false_conditions
+    ]
+
+
+class ComputeTypes(unittest.TestCase):
+    def test_the_template_lints_clean_in_both_modes(self):
+        for parameters in ({}, MANAGED_INSTANCES):
+            with self.subTest(compute_type=parameters.get("ComputeType", "Lambda")):
+                overrides = [f"{name}={value}" for name, value in parameters.items()]
+                # The cfn-lint installed beside this Python (the pinned one).
+                cfn_lint = str(pathlib.Path(sys.executable).parent / "cfn-lint")
+                command = [cfn_lint, str(ROOT / "template.yaml")]
+                if overrides:
+                    command[1:1] = ["--parameters", *overrides, "--"]
+                lint = subprocess.run(command, capture_output=True, text=True)
+                self.assertEqual(lint.returncode, 0, lint.stdout + lint.stderr)
+
+    def test_classic_lambda_is_one_function_without_capacity_provider(self):
+        resources = translated({})
+        [function] = of_type(resources, "AWS::Lambda::Function")
+        self.assertNotIn("CapacityProviderConfig", function)
+        self.assertEqual(function["MemorySize"], 128)
+        not_created = ("UseManagedInstances", "CreateDynamoDbEndpoint")
+        for kind in ("AWS::Lambda::CapacityProvider", "AWS::Lambda::Alias", "AWS::EC2::VPCEndpoint"):
+            self.assertEqual(of_type(resources, kind, not_created), [], kind)
+
+    def test_managed_instances_run_the_function_on_the_capacity_provider(self):
+        resources = translated(MANAGED_INSTANCES)
+        [function] = of_type(resources, "AWS::Lambda::Function")
+        config = function["CapacityProviderConfig"]["LambdaManagedInstancesCapacityProviderConfig"]
+        self.assertIn("PlantsCapacityProvider", json.dumps(config["CapacityProviderArn"]))
+        default = load_template()["Parameters"]["MaxConcurrencyPerEnvironment"]["Default"]
+        self.assertEqual(config["PerExecutionEnvironmentMaxConcurrency"], default)
+        self.assertEqual(function["MemorySize"], 2048)  # the smallest environment
+        [provider] = of_type(resources, "AWS::Lambda::CapacityProvider")
+        self.assertEqual(provider["InstanceRequirements"]["Architectures"], ["arm64"])
+        self.assertEqual(
+            provider["VpcConfig"]["SubnetIds"], MANAGED_INSTANCES["ManagedInstancesSubnetIds"].split(",")
+        )
+        # The API invokes a published version, through the alias.
+        [alias] = of_type(resources, "AWS::Lambda::Alias")
+        self.assertEqual(alias["Name"], "live")
+        # DynamoDB is reachable without a NAT, for the function's calls only.
+        [endpoint] = of_type(resources, "AWS::EC2::VPCEndpoint")
+        [statement] = endpoint["PolicyDocument"]["Statement"]
+        self.assertEqual(set(statement["Action"]), dynamodb_actions_in_code())
+        self.assertEqual(statement["Resource"], {"Fn::GetAtt": [TABLE, "Arn"]})
 
 
 class MutationsAreCaught(unittest.TestCase):
