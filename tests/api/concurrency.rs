@@ -164,6 +164,18 @@ async fn start_function(
     LambdaProcess::start(&crate::bootstrap_command(), &env).await
 }
 
+/// POSTs of these new ids for erin, each with a token signed by `key`.
+fn posts_signed_by(key: &DevKey, ids: std::ops::RangeInclusive<i64>) -> Vec<String> {
+    let token = key.token(ISSUER, Some(AUDIENCE), "erin", 3600).unwrap();
+    ids.map(|id| {
+        post_event(
+            &format!("Bearer {token}"),
+            json!({"id": id, "name": "Fern"}),
+        )
+    })
+    .collect()
+}
+
 fn post_event(authorization: &str, body: Value) -> String {
     HttpRequest::new("POST", "/plants")
         .header("authorization", authorization)
@@ -322,17 +334,30 @@ fn assert_one_whole_line_per_request(function: &LambdaProcess, invoked: &[Invoke
     );
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn sixty_four_mixed_requests_at_once_in_one_process_get_the_contracts_answers() {
-    let _turn = ONE_AT_A_TIME.lock().await;
+/// The 64 mixed requests, handed at once to one process started with this
+/// `AWS_LAMBDA_MAX_CONCURRENCY`: checks every answer, the table and the log,
+/// and returns the most requests the process held at once.
+async fn serve_the_mix(max_concurrency: Option<usize>) -> usize {
     let app = TestApp::new().await;
     seed_alice(&app).await;
-    let function = start_function(&app, Some(MAX_CONCURRENCY), &[]).await;
+    let function = start_function(&app, max_concurrency, &[]).await;
     let (kinds, events): (Vec<Kind>, Vec<String>) = mixed_requests().into_iter().unzip();
 
     let invoked = invoke_all(&function, &events).await;
 
-    let in_flight = function.max_in_flight();
+    let answers: Vec<_> = kinds
+        .into_iter()
+        .zip(invoked.iter().map(Invoked::http))
+        .collect();
+    assert_contract_answers(&app, &answers).await;
+    assert_one_whole_line_per_request(&function, &invoked);
+    function.max_in_flight()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sixty_four_mixed_requests_at_once_in_one_process_get_the_contracts_answers() {
+    let _turn = ONE_AT_A_TIME.lock().await;
+    let in_flight = serve_the_mix(Some(MAX_CONCURRENCY)).await;
     eprintln!(
         "AWS_LAMBDA_MAX_CONCURRENCY={MAX_CONCURRENCY}: at most {in_flight} requests in flight"
     );
@@ -340,31 +365,12 @@ async fn sixty_four_mixed_requests_at_once_in_one_process_get_the_contracts_answ
         (2..=MAX_CONCURRENCY).contains(&in_flight),
         "{in_flight} in flight at once"
     );
-    let answers: Vec<_> = kinds
-        .into_iter()
-        .zip(invoked.iter().map(Invoked::http))
-        .collect();
-    assert_contract_answers(&app, &answers).await;
-    assert_one_whole_line_per_request(&function, &invoked);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn without_the_variable_one_process_serves_one_request_at_a_time() {
     let _turn = ONE_AT_A_TIME.lock().await;
-    let app = TestApp::new().await;
-    seed_alice(&app).await;
-    let function = start_function(&app, None, &[]).await;
-    let (kinds, events): (Vec<Kind>, Vec<String>) = mixed_requests().into_iter().unzip();
-
-    let invoked = invoke_all(&function, &events).await;
-
-    assert_eq!(function.max_in_flight(), 1);
-    let answers: Vec<_> = kinds
-        .into_iter()
-        .zip(invoked.iter().map(Invoked::http))
-        .collect();
-    assert_contract_answers(&app, &answers).await;
-    assert_one_whole_line_per_request(&function, &invoked);
+    assert_eq!(serve_the_mix(None).await, 1);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -390,32 +396,14 @@ async fn concurrent_unknown_kids_share_one_fetch_and_refetch_at_most_once_per_in
         &keys().eddsa,
         &rotated,
     ])));
-    let token = rotated.token(ISSUER, Some(AUDIENCE), "erin", 3600).unwrap();
-    let events: Vec<String> = (1..=16)
-        .map(|id| {
-            post_event(
-                &format!("Bearer {token}"),
-                json!({"id": id, "name": "Fern"}),
-            )
-        })
-        .collect();
-    let answers = invoke_all(&function, &events).await;
+    let answers = invoke_all(&function, &posts_signed_by(&rotated, 1..=16)).await;
     assert!(answers.iter().all(|call| call.http().status == 200));
     assert_eq!(server.fetches(), 2, "concurrent misses share one fetch");
 
     // Within the refetch interval (10 s), 16 more unknown kids at once cause
     // no fetch at all, and are refused.
     let unknown = DevKey::generate(Algorithm::EdDSA).unwrap();
-    let token = unknown.token(ISSUER, Some(AUDIENCE), "erin", 3600).unwrap();
-    let events: Vec<String> = (17..=32)
-        .map(|id| {
-            post_event(
-                &format!("Bearer {token}"),
-                json!({"id": id, "name": "Fern"}),
-            )
-        })
-        .collect();
-    let answers = invoke_all(&function, &events).await;
+    let answers = invoke_all(&function, &posts_signed_by(&unknown, 17..=32)).await;
     for call in &answers {
         call.http().assert_error(401, "token");
     }
