@@ -150,16 +150,20 @@ def main():
         }
     figures.update(config.get("extra", {}))
     report = render(figures)
-    print(report)
-    out_dir = config["results_dir"]
-    os.makedirs(out_dir, exist_ok=True)
-    with open(os.path.join(out_dir, "cold_start.txt"), "w") as f:
-        f.write(report + "\n")
-    with open(os.path.join(out_dir, "cold_start.json"), "w") as f:
-        json.dump(figures, f, indent=2)
+    write_results(config["results_dir"], "cold_start", report, figures)
     failed = [line for line in report.splitlines() if line.rstrip().endswith("MISSED")]
     if failed and config.get("enforce_targets"):
         sys.exit(f"{len(failed)} target(s) missed")
+
+
+def write_results(out_dir, name, report, figures):
+    """Prints the report and keeps it, with its figures, in out_dir."""
+    print(report)
+    os.makedirs(out_dir, exist_ok=True)
+    with open(os.path.join(out_dir, f"{name}.txt"), "w") as f:
+        f.write(report + "\n")
+    with open(os.path.join(out_dir, f"{name}.json"), "w") as f:
+        json.dump(figures, f, indent=2)
 
 
 def render(figures):

@@ -5,8 +5,9 @@ function's `bootstrap` the way Lambda does, hands it events through
 `POST .../invocation/{id}/response` and `.../invocation/{id}/error`, and
 `POST .../init/error`, and timestamps every step.
 
-Used by the benchmarks (scripts/bench) and by the artifact check
-(scripts/test), with Python's standard library only.
+Used by the benchmarks (scripts/bench), with Python's standard library only.
+The tests have the same stand-in in Rust (testkit/src/runtime_api.rs), inside
+the test binary beside their keys and tables; this one measures from outside.
 """
 
 import http.server

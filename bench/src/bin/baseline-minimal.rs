@@ -65,6 +65,11 @@ async fn main() -> Result<(), Error> {
         .limit(1)
         .send()
         .await;
-    let (client, table) = (&client, table.as_str());
-    lambda_http::run(service_fn(move |request| handle(client, table, request))).await
+    // As the function runs: up to AWS_LAMBDA_MAX_CONCURRENCY at once.
+    let table: std::sync::Arc<str> = table.into();
+    lambda_http::run_concurrent(service_fn(move |request| {
+        let (client, table) = (client.clone(), table.clone());
+        async move { handle(&client, &table, request).await }
+    }))
+    .await
 }
