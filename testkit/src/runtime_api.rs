@@ -106,8 +106,10 @@ impl LambdaProcess {
             .spawn()
             .unwrap_or_else(|error| panic!("cannot start {command:?}: {error}"));
         let output = Arc::new(Mutex::new(Vec::new()));
-        tokio::spawn(keep_lines(child.stdout.take().unwrap(), output.clone()));
-        tokio::spawn(keep_lines(child.stderr.take().unwrap(), output.clone()));
+        let readers = vec![
+            tokio::spawn(keep_lines(child.stdout.take().unwrap(), output.clone())),
+            tokio::spawn(keep_lines(child.stderr.take().unwrap(), output.clone())),
+        ];
 
         let mut process = Self {
             state,
@@ -117,11 +119,11 @@ impl LambdaProcess {
             child,
             server,
         };
-        process.wait_until_ready(command).await;
+        process.wait_until_ready(command, readers).await;
         process
     }
 
-    async fn wait_until_ready(&mut self, command: &[String]) {
+    async fn wait_until_ready(&mut self, command: &[String], readers: Vec<JoinHandle<()>>) {
         let mut init = self.state.init.subscribe();
         let outcome = tokio::select! {
             outcome = tokio::time::timeout(ANSWER_TIMEOUT, init.wait_for(Option::is_some)) => {
@@ -131,24 +133,20 @@ impl LambdaProcess {
                 Some(Some(Err(format!("it exited ({:?})", exit.map(|status| status.code())))))
             }
         };
-        // Give the output readers a moment to take the last lines.
-        let output = || {
-            std::thread::sleep(Duration::from_millis(100));
-            self.output().join("\n")
+        let failure = match outcome {
+            Some(Some(Ok(()))) => return,
+            Some(Some(Err(error))) => format!("failed its init: {error}"),
+            _ => "never asked for an event".to_owned(),
         };
-        match outcome {
-            Some(Some(Ok(()))) => {}
-            Some(Some(Err(error))) => {
-                panic!(
-                    "{command:?} failed its init: {error}; its output:\n{}",
-                    output()
-                )
-            }
-            _ => panic!(
-                "{command:?} never asked for an event; its output:\n{}",
-                output()
-            ),
+        // Its pipes close with it: the readers then have its last lines.
+        let _ = self.child.start_kill();
+        for reader in readers {
+            let _ = tokio::time::timeout(Duration::from_secs(1), reader).await;
         }
+        panic!(
+            "{command:?} {failure}; its output:\n{}",
+            self.output().join("\n")
+        );
     }
 
     /// Hands `event` to the function and waits for its answer. An invocation
