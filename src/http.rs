@@ -35,14 +35,9 @@ impl PlantApi {
     /// the function itself never fails an invocation.
     pub async fn handle(&self, request: Request) -> Response<Body> {
         let started = Instant::now();
-        let (request_id, function) = request
-            .lambda_context_ref()
-            .map(|context| {
-                let function = context.env_config.function_name.clone();
-                (context.request_id.clone(), function)
-            })
-            .unwrap_or_else(|| ("-".to_owned(), "-".to_owned()));
-        let request_id = request_id.as_str();
+        let context = request.lambda_context_ref();
+        let request_id = context.map_or("-", |context| context.request_id.as_str());
+        let function = context.map_or("-", |context| context.env_config.function_name.as_str());
         let route = Route::resolve(request.method(), route_path(&request));
         let response = match self.dispatch(&request, route).await {
             Ok(response) => response,
@@ -65,7 +60,7 @@ impl PlantApi {
         );
         println!(
             "{}",
-            metrics::emf_line(&function, route.metric_name(), status, latency_ms)
+            metrics::emf_line(function, route.metric_name(), status, latency_ms)
         );
         response
     }

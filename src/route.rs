@@ -114,21 +114,13 @@ mod tests {
 
     #[test]
     fn unknown_routes_share_one_metric_name() {
-        assert_eq!(
-            Route::resolve(&Method::GET, "/plants").metric_name(),
-            "GET /plants"
-        );
-        assert_eq!(
-            Route::resolve(&Method::POST, "/plants").metric_name(),
-            "POST /plants"
-        );
-        assert_eq!(
-            Route::resolve(&Method::DELETE, "/plants").metric_name(),
-            "other"
-        );
-        assert_eq!(
-            Route::resolve(&Method::GET, "/other").metric_name(),
-            "other"
-        );
+        for (method, path, name) in [
+            (Method::GET, "/plants", "GET /plants"),
+            (Method::POST, "/plants", "POST /plants"),
+            (Method::DELETE, "/plants", "other"),
+            (Method::GET, "/other", "other"),
+        ] {
+            assert_eq!(Route::resolve(&method, path).metric_name(), name);
+        }
     }
 }

@@ -25,6 +25,7 @@ has cfn-lint, whose YAML loader understands the intrinsic-function tags).
 """
 
 import copy
+import functools
 import json
 import os
 import pathlib
@@ -63,7 +64,9 @@ MANAGED_INSTANCES = {
 }
 
 
+@functools.cache
 def load_template():
+    """The parsed template, read once; callers that change it take a copy."""
     template, errors = decode(str(ROOT / "template.yaml"))
     assert not errors, errors
     return template

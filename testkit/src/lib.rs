@@ -238,24 +238,13 @@ impl TestApp {
     }
 
     pub async fn post(&self, authorization: &str, body: &str) -> TestResponse {
-        let request = HttpRequest::new("POST", "/plants")
-            .header("authorization", authorization)
-            .header("content-type", "application/json")
-            .body(body)
-            .build();
-        self.send(request).await
+        self.send(HttpRequest::create_plant(authorization, body).build())
+            .await
     }
 
     pub async fn get(&self, authorization: &str, query: &str) -> TestResponse {
-        let path = if query.is_empty() {
-            "/plants".to_owned()
-        } else {
-            format!("/plants?{query}")
-        };
-        let request = HttpRequest::new("GET", &path)
-            .header("authorization", authorization)
-            .build();
-        self.send(request).await
+        self.send(HttpRequest::list_plants(authorization, query).build())
+            .await
     }
 
     /// Creates a plant through the API and checks it was accepted.
@@ -330,6 +319,24 @@ impl HttpRequest {
         }
     }
 
+    /// `POST /plants` of this JSON body.
+    pub fn create_plant(authorization: &str, body: &str) -> Self {
+        Self::new("POST", "/plants")
+            .header("authorization", authorization)
+            .header("content-type", "application/json")
+            .body(body)
+    }
+
+    /// `GET /plants` with this query string (may be empty).
+    pub fn list_plants(authorization: &str, query: &str) -> Self {
+        let path = if query.is_empty() {
+            "/plants".to_owned()
+        } else {
+            format!("/plants?{query}")
+        };
+        Self::new("GET", &path).header("authorization", authorization)
+    }
+
     pub fn header(mut self, name: &str, value: &str) -> Self {
         self.headers.push((name.to_owned(), value.to_owned()));
         self
@@ -396,21 +403,25 @@ pub struct TestResponse {
 
 impl From<Response<Body>> for TestResponse {
     fn from(response: Response<Body>) -> Self {
-        let status = response.status().as_u16();
-        let headers = response.headers().clone();
-        let body = match response.body() {
-            Body::Text(text) => serde_json::from_str(text).expect("the body is JSON"),
-            other => panic!("expected a text body, got {other:?}"),
+        let Body::Text(body) = response.body() else {
+            panic!("expected a text body, got {:?}", response.body());
         };
+        Self::new(response.status().as_u16(), response.headers().clone(), body)
+    }
+}
+
+impl TestResponse {
+    /// A response whose body must be JSON.
+    pub fn new(status: u16, headers: HeaderMap, body: &str) -> Self {
+        let body =
+            serde_json::from_str(body).unwrap_or_else(|_| panic!("the body is JSON: {body:?}"));
         Self {
             status,
             headers,
             body,
         }
     }
-}
 
-impl TestResponse {
     pub fn header(&self, name: &str) -> Option<&str> {
         self.headers.get(name).map(|value| value.to_str().unwrap())
     }
@@ -433,6 +444,14 @@ impl TestResponse {
             self.body
         );
     }
+}
+
+/// Asserts that a POST with this Authorization is accepted (200).
+pub async fn assert_accepted(app: &TestApp, authorization: &str, case: &str) {
+    let response = app
+        .post(authorization, r#"{"id": 1, "name": "Fern"}"#)
+        .await;
+    assert_eq!(response.status, 200, "{case}: {}", response.body);
 }
 
 /// Asserts that a POST with this Authorization gets 401 with the given

@@ -177,11 +177,7 @@ fn posts_signed_by(key: &DevKey, ids: std::ops::RangeInclusive<i64>) -> Vec<Stri
 }
 
 fn post_event(authorization: &str, body: Value) -> String {
-    HttpRequest::new("POST", "/plants")
-        .header("authorization", authorization)
-        .header("content-type", "application/json")
-        .body(&body.to_string())
-        .event()
+    HttpRequest::create_plant(authorization, &body.to_string()).event()
 }
 
 /// Hands every event to the function at once; the answers in order.
@@ -224,9 +220,7 @@ fn mixed_requests() -> Vec<(Kind, String)> {
     }
     let alice = bearer("alice");
     for _ in 0..16 {
-        let event = HttpRequest::new("GET", "/plants?limit=2")
-            .header("authorization", &alice)
-            .event();
+        let event = HttpRequest::list_plants(&alice, "limit=2").event();
         requests.push((Kind::List, event));
     }
     for (_, token) in forged_tokens().into_iter().cycle().take(8) {

@@ -13,7 +13,9 @@ use plant_store::jwks::KeySource;
 use plant_store_dev::DevKey;
 use plant_store_testkit::forgeries::{claims, forged_tokens};
 use plant_store_testkit::key_server::{Behaviour, KeyServer};
-use plant_store_testkit::{INVALID_TOKEN, TestApp, assert_refused, bearer, keys, token_rules};
+use plant_store_testkit::{
+    INVALID_TOKEN, TestApp, assert_accepted, assert_refused, bearer, keys, token_rules,
+};
 use serde_json::json;
 
 /// Production's rules with shorter intervals (production: 10 s, 1 s, 1 h).
@@ -92,13 +94,7 @@ async fn key_rotation_is_picked_up_through_one_refetch() {
             600,
         )
         .unwrap();
-    let response = app
-        .post(
-            &format!("Bearer {new_token}"),
-            r#"{"id": 1, "name": "Fern"}"#,
-        )
-        .await;
-    assert_eq!(response.status, 200, "{}", response.body);
+    assert_accepted(&app, &format!("Bearer {new_token}"), "the rotated key").await;
     assert_eq!(server.fetches(), 2, "exactly one refetch");
     // Both keys now verify, without fetching again.
     assert_eq!(app.get(&bearer("alice"), "").await.status, 200);
