@@ -5,7 +5,8 @@ binary started by the Runtime API stand-in with AWS_LAMBDA_MAX_CONCURRENCY
 set, handed a batch of requests at once (GETs, then POSTs of new ids),
 against DynamoDB Local behind the TLS terminator. Requests per second of one
 process at each concurrency, for the function and for the minimal baseline
-(the same DynamoDB calls and nothing else, also on run_concurrent), with the
+(the same DynamoDB calls and nothing else, also on run_concurrent), and a
+`compared` build of the function if BENCH_COMPARE names one, with the
 function's CPU time per request and how busy the machine was: when the
 baseline stops scaling too and both cores are busy, the limit is the store
 and this 2-core machine, not the function. Rounds interleave the functions;
@@ -25,7 +26,8 @@ import time
 sys.path.insert(0, os.path.dirname(__file__))
 from bench_cold import load_event, post_event, start_environment, status_of, write_results  # noqa: E402
 
-MEASURED = ("function", "minimal")
+# `compared` (BENCH_COMPARE, another build of the function) when given.
+MEASURED = ("function", "minimal", "compared")
 TICKS = os.sysconf("SC_CLK_TCK")
 
 
@@ -122,7 +124,8 @@ def main():
 
     samples = {}
     for round_number in range(rounds):
-        order = MEASURED if round_number % 2 == 0 else MEASURED[::-1]
+        measured = [name for name in MEASURED if name in config["functions"]]
+        order = measured if round_number % 2 == 0 else measured[::-1]
         for workload, events in workloads.items():
             for name in order:
                 for level in levels:
@@ -193,9 +196,13 @@ def render(figures, levels):
     # keeps up with it, the limit is the machine, not the function.
     lines.append("")
     for workload, by_function in figures["workloads"].items():
-        rps = {name: by_function[name][f"concurrency_{high}"]["requests_per_second"] for name in MEASURED}
+        rps = {name: by_level[f"concurrency_{high}"]["requests_per_second"] for name, by_level in by_function.items()}
         keeps_up = rps["function"] / rps["minimal"]
         lines.append(f"{f'{workload}: function / minimal at c={high}':<62}{keeps_up:>8.2f}x")
+        if "compared" in rps:
+            lines.append(
+                f"{f'{workload}: function / compared at c={high}':<62}{rps['function'] / rps['compared']:>8.2f}x"
+            )
         function_ratio, minimal_ratio = ratios[(workload, "function")], ratios[(workload, "minimal")]
         if function_ratio >= 3:
             verdict = "ok"
