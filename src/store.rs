@@ -80,10 +80,18 @@ const WARM_UP_TIMEOUT: Duration = Duration::from_secs(1);
 /// it, and it would add an STS client to the binary and its file and
 /// environment probing to init (README, "Performance").
 pub async fn client_config() -> aws_sdk_dynamodb::Config {
+    client_config_from(|name| env::var(name).ok()).await
+}
+
+/// [`client_config`] with the endpoint variables read through `lookup`. An
+/// empty one counts as unset: template.yaml declares
+/// `AWS_ENDPOINT_URL_DYNAMODB` empty in AWS (so that `sam local` may set it),
+/// where the SDK must then resolve DynamoDB's regional endpoint.
+async fn client_config_from(lookup: impl Fn(&str) -> Option<String>) -> aws_sdk_dynamodb::Config {
     let region = EnvironmentVariableRegionProvider::new().region().await;
     let endpoint = ["AWS_ENDPOINT_URL_DYNAMODB", "AWS_ENDPOINT_URL"]
         .into_iter()
-        .find_map(|name| env::var(name).ok().filter(|url| !url.is_empty()));
+        .find_map(|name| lookup(name).filter(|url| !url.is_empty()));
     let mut builder = aws_sdk_dynamodb::Config::builder()
         .behavior_version(BehaviorVersion::latest())
         .region(region)
@@ -318,4 +326,70 @@ fn plant_from_item(item: &Item) -> Result<Plant, StoreError> {
         None => None,
     };
     Ok(Plant { name, tag })
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::{Arc, Mutex};
+
+    use aws_sdk_dynamodb::config::interceptors::BeforeTransmitInterceptorContextRef;
+    use aws_sdk_dynamodb::config::{
+        ConfigBag, Credentials, Intercept, Region, RuntimeComponents, SharedInterceptor,
+    };
+    use aws_sdk_dynamodb::error::BoxError;
+
+    use super::*;
+
+    /// Records the URI of the first request and stops it before it is sent,
+    /// so that no test reaches beyond this machine.
+    #[derive(Debug, Default, Clone)]
+    struct StopBeforeSending(Arc<Mutex<Option<String>>>);
+
+    impl Intercept for StopBeforeSending {
+        fn name(&self) -> &'static str {
+            "StopBeforeSending"
+        }
+
+        fn read_before_transmit(
+            &self,
+            context: &BeforeTransmitInterceptorContextRef<'_>,
+            _components: &RuntimeComponents,
+            _config: &mut ConfigBag,
+        ) -> Result<(), BoxError> {
+            *self.0.lock().unwrap() = Some(context.request().uri().to_owned());
+            Err("stopped before sending".into())
+        }
+    }
+
+    /// Where a Query goes with the endpoint variables `lookup` gives.
+    async fn query_uri(lookup: impl Fn(&str) -> Option<String>) -> String {
+        let stop = StopBeforeSending::default();
+        let config = client_config_from(lookup)
+            .await
+            .to_builder()
+            .region(Region::new("eu-west-1"))
+            .credentials_provider(Credentials::new("id", "secret", None, None, "test"))
+            .interceptor(SharedInterceptor::new(stop.clone()))
+            .build();
+        let sent = Client::from_conf(config)
+            .query()
+            .table_name("plants")
+            .send();
+        assert!(sent.await.is_err(), "the interceptor stops every request");
+        let uri = stop.0.lock().unwrap().clone();
+        uri.expect("a request was built")
+    }
+
+    #[tokio::test]
+    async fn an_empty_endpoint_variable_means_dynamodbs_regional_endpoint() {
+        let declared_empty = |name: &str| (name == "AWS_ENDPOINT_URL_DYNAMODB").then(String::new);
+        assert_eq!(
+            query_uri(declared_empty).await,
+            "https://dynamodb.eu-west-1.amazonaws.com/"
+        );
+        let local = |name: &str| {
+            (name == "AWS_ENDPOINT_URL_DYNAMODB").then(|| "http://172.17.0.1:8000".to_owned())
+        };
+        assert_eq!(query_uri(local).await, "http://172.17.0.1:8000/");
+    }
 }

@@ -180,7 +180,23 @@ def user_pool_problems(template):
     return []
 
 
-CHECKS = [iam_problems, log_problems, alarm_problems, table_problems, user_pool_problems]
+def local_endpoint_problems(template):
+    # `sam local --env-vars` sets only declared variables: undeclared, the
+    # local endpoint is dropped and a local run reaches the real DynamoDB.
+    variables = template["Resources"][FUNCTION]["Properties"]["Environment"]["Variables"]
+    if variables.get("AWS_ENDPOINT_URL_DYNAMODB") != "":
+        return ["AWS_ENDPOINT_URL_DYNAMODB is not declared empty, so sam local cannot set it"]
+    return []
+
+
+CHECKS = [
+    iam_problems,
+    log_problems,
+    alarm_problems,
+    table_problems,
+    user_pool_problems,
+    local_endpoint_problems,
+]
 
 
 def problems(template):
@@ -251,6 +267,12 @@ MUTATIONS = {
     "self sign-up on by default": lambda t: t["Parameters"]["AllowSelfSignUp"].update(
         Default="true"
     ),
+    "the declared DynamoDB endpoint": lambda t: t["Resources"][FUNCTION]["Properties"][
+        "Environment"
+    ]["Variables"].pop("AWS_ENDPOINT_URL_DYNAMODB"),
+    "a DynamoDB endpoint set in AWS": lambda t: t["Resources"][FUNCTION]["Properties"][
+        "Environment"
+    ]["Variables"].update(AWS_ENDPOINT_URL_DYNAMODB="http://127.0.0.1:8000"),
 }
 
 
