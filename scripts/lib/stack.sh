@@ -123,16 +123,23 @@ configure_local_function() {
 # itself answers: the watch server answers at once, the function's 401 comes
 # after its build. Fails at once if `cargo lambda watch` exits.
 start_function() {
-  local port=$1 status= pid
+  local port=$1
   shift
   setsid cargo lambda watch --invoke-address 127.0.0.1 --invoke-port "$port" "$@" &
-  pid=$!
-  STARTED_PIDS+=("$pid")
-  for _ in $(seq 1200); do
+  STARTED_PIDS+=("$!")
+  wait_for_function "$port" "$!" "cargo lambda watch" 600
+}
+
+# wait_for_function PORT PID WHAT SECONDS: waits until the function answers
+# GET /plants on 127.0.0.1:PORT with its 401 (a server in front of it may
+# answer sooner, with other statuses); fails at once if PID exits.
+wait_for_function() {
+  local port=$1 pid=$2 what=$3 seconds=$4 status=
+  for _ in $(seq $((seconds * 2))); do
     status=$(curl -s --max-time 5 -o /dev/null -w '%{http_code}' "http://127.0.0.1:$port/plants" || true)
     [ "$status" = 401 ] && return 0
     if ! kill -0 "$pid" 2>/dev/null; then
-      log "cargo lambda watch exited before the function answered on 127.0.0.1:$port"
+      log "$what exited before the function answered on 127.0.0.1:$port"
       return 1
     fi
     sleep 0.5
