@@ -8,6 +8,7 @@ pub mod fault_proxy;
 pub mod forgeries;
 pub mod key_server;
 pub mod runtime_api;
+pub mod sam_local;
 
 use std::sync::atomic::{AtomicU32, AtomicUsize, Ordering};
 use std::sync::{Arc, OnceLock};
@@ -420,6 +421,35 @@ impl TestResponse {
             headers,
             body,
         }
+    }
+
+    /// The HTTP response inside a Lambda response document: API Gateway's
+    /// and function URLs' `headers` (and REST's `multiValueHeaders`), and
+    /// the body parsed as JSON.
+    pub fn from_lambda_response(response: &Value) -> Self {
+        let mut headers = HeaderMap::new();
+        for field in ["headers", "multiValueHeaders"] {
+            for (name, value) in response[field].as_object().into_iter().flatten() {
+                let values = match value {
+                    Value::Array(values) => values.clone(),
+                    single => vec![single.clone()],
+                };
+                for value in values {
+                    let name: lambda_http::http::HeaderName = name.parse().unwrap();
+                    let value = value.as_str().unwrap().parse().unwrap();
+                    if !headers
+                        .get_all(&name)
+                        .iter()
+                        .any(|present| *present == value)
+                    {
+                        headers.append(name, value);
+                    }
+                }
+            }
+        }
+        let status = response["statusCode"].as_u64().unwrap() as u16;
+        let body = response["body"].as_str().unwrap_or_default();
+        Self::new(status, headers, body)
     }
 
     pub fn header(&self, name: &str) -> Option<&str> {

@@ -202,33 +202,9 @@ impl Drop for LambdaProcess {
 }
 
 impl Invoked {
-    /// The HTTP response inside the Lambda response document: API Gateway's
-    /// and function URLs' `headers` (and REST's `multiValueHeaders`), and the
-    /// body parsed as JSON.
+    /// The HTTP response inside the Lambda response document.
     pub fn http(&self) -> TestResponse {
-        let mut headers = lambda_http::http::HeaderMap::new();
-        for field in ["headers", "multiValueHeaders"] {
-            for (name, value) in self.response[field].as_object().into_iter().flatten() {
-                let values = match value {
-                    Value::Array(values) => values.clone(),
-                    single => vec![single.clone()],
-                };
-                for value in values {
-                    let name: lambda_http::http::HeaderName = name.parse().unwrap();
-                    let value = value.as_str().unwrap().parse().unwrap();
-                    if !headers
-                        .get_all(&name)
-                        .iter()
-                        .any(|present| *present == value)
-                    {
-                        headers.append(name, value);
-                    }
-                }
-            }
-        }
-        let status = self.response["statusCode"].as_u64().unwrap() as u16;
-        let body = self.response["body"].as_str().unwrap_or_default();
-        TestResponse::new(status, headers, body)
+        TestResponse::from_lambda_response(&self.response)
     }
 }
 

@@ -1,10 +1,11 @@
 //! Fixtures as tests: every event in `events/` (real API Gateway REST, HTTP
 //! API and function URL shapes) is answered against DynamoDB Local and
-//! compared with the `.expected.json` beside it, twice: deserialised as the
-//! Lambda runtime does and handed to the production handler, and handed to
-//! the function's binary through the Runtime API (the `bootstrap`, see
+//! compared with the `.expected.json` beside it: deserialised as the Lambda
+//! runtime does and handed to the production handler; handed to the
+//! function's binary through the Runtime API (the `bootstrap`, see
 //! [`crate::bootstrap_command`]; scripts/test runs this on the arm64 artifact
-//! of `sam build` too).
+//! of `sam build` too); and, for the HTTP API events (the template's API),
+//! through `sam local invoke` in the Lambda container.
 //!
 //! `{{token}}` in an event stands for a token minted for this run (for the
 //! owner `events-user`), so committed events hold no credential that expires.
@@ -12,7 +13,9 @@
 use std::fs;
 use std::path::{Path, PathBuf};
 
+use futures::StreamExt;
 use plant_store_testkit::runtime_api::LambdaProcess;
+use plant_store_testkit::sam_local::SamLocal;
 use plant_store_testkit::{TestApp, token};
 use serde_json::Value;
 
@@ -33,15 +36,17 @@ fn event_files(dir: &Path, found: &mut Vec<PathBuf>) {
 
 /// How an event reaches the function.
 #[derive(Clone, Copy)]
-enum Via {
+enum Via<'a> {
     /// lambda_http's deserialisation, then the handler, in this process.
     Handler,
     /// The Runtime API, to the binary (a process per event).
     Bootstrap,
+    /// `sam local invoke`: `sam build`'s artifact in the Lambda container.
+    SamLocalInvoke(&'a SamLocal),
 }
 
 /// Replays one event; the differences from its `.expected.json`, if any.
-async fn replay(event_path: &Path, via: Via) -> Vec<String> {
+async fn replay(event_path: &Path, via: Via<'_>) -> Vec<String> {
     let expected_path = event_path.with_extension("expected.json");
     let Ok(expected) = fs::read_to_string(&expected_path) else {
         return vec![format!("no {}", expected_path.display())];
@@ -65,6 +70,7 @@ async fn replay(event_path: &Path, via: Via) -> Vec<String> {
                 LambdaProcess::start(&crate::bootstrap_command(), &app.function_env()).await;
             function.invoke(&event).await.http()
         }
+        Via::SamLocalInvoke(sam) => sam.invoke(&event, &app.function_env()).await,
     };
 
     let mut differences = Vec::new();
@@ -88,27 +94,43 @@ async fn replay(event_path: &Path, via: Via) -> Vec<String> {
 
 #[tokio::test]
 async fn every_sample_event_gets_its_expected_response() {
-    replay_all(Via::Handler).await;
+    replay_all("events", Via::Handler).await;
 }
 
 #[tokio::test]
 async fn every_sample_event_gets_its_expected_response_from_the_bootstrap() {
-    replay_all(Via::Bootstrap).await;
+    replay_all("events", Via::Bootstrap).await;
 }
 
-async fn replay_all(via: Via) {
+#[tokio::test]
+async fn every_http_api_event_gets_its_expected_response_through_sam_local_invoke() {
+    let test = "every_http_api_event_gets_its_expected_response_through_sam_local_invoke";
+    let Some(sam) = crate::sam_local::sam_local_or_skip(test) else {
+        return;
+    };
+    replay_all("events/http-api", Via::SamLocalInvoke(&sam)).await;
+}
+
+/// Replays every event under `dir` (relative to the repository root).
+async fn replay_all(dir: &str, via: Via<'_>) {
     let mut events = Vec::new();
     event_files(
-        Path::new(env!("CARGO_MANIFEST_DIR"))
-            .join("events")
-            .as_path(),
+        Path::new(env!("CARGO_MANIFEST_DIR")).join(dir).as_path(),
         &mut events,
     );
     events.sort();
-    // Seven cases for each of the three event sources.
-    assert_eq!(events.len(), 21, "events found: {events:?}");
+    assert!(!events.is_empty(), "no events under {dir}");
+    // One `sam local` at a time: each starts a container under emulation.
+    let at_once = match via {
+        Via::SamLocalInvoke(_) => 1,
+        Via::Handler | Via::Bootstrap => events.len(),
+    };
     // Every fixture is replayed, and every one that fails is named.
-    let results = futures::future::join_all(events.iter().map(|event| replay(event, via))).await;
+    let results: Vec<Vec<String>> = futures::stream::iter(&events)
+        .map(|event| replay(event, via))
+        .buffered(at_once)
+        .collect()
+        .await;
     let failures: Vec<String> = events
         .iter()
         .zip(results)

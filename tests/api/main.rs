@@ -12,6 +12,7 @@ mod faults;
 mod hostile;
 mod pagination;
 mod remote_keys;
+mod sam_local;
 
 /// The command that runs the function's `bootstrap`: `PLANT_STORE_BOOTSTRAP`
 /// (split at spaces; scripts/test sets it to the arm64 artifact under
