@@ -58,10 +58,12 @@ impl PlantApi {
             latency_ms,
             "request"
         );
-        println!(
-            "{}",
-            metrics::emf_line(function, route.metric_name(), status, latency_ms)
-        );
+        crate::log::write_line(&metrics::emf_line(
+            function,
+            route.metric_name(),
+            status,
+            latency_ms,
+        ));
         response
     }
 

@@ -4,18 +4,26 @@
 //!
 //! It is lambda_runtime's default subscriber without its `EnvFilter`: one
 //! small function needs a level, not per-module directives, and the regex
-//! engine behind them is a tenth of the binary.
+//! engine behind them is a tenth of the binary. The metrics lines
+//! ([`write_line`]) go to the same writer.
 
 use std::env;
+use std::io::Write;
+use std::sync::OnceLock;
 
 use tracing_subscriber::filter::LevelFilter;
 use tracing_subscriber::fmt::MakeWriter;
+use tracing_subscriber::fmt::writer::BoxMakeWriter;
+
+/// The writer given to [`init_subscriber`], for lines that are not log events.
+static OUTPUT: OnceLock<BoxMakeWriter> = OnceLock::new();
 
 /// Installs the process-wide subscriber, writing to `writer`.
 pub fn init_subscriber<W>(writer: W)
 where
-    W: for<'writer> MakeWriter<'writer> + Send + Sync + 'static,
+    W: for<'writer> MakeWriter<'writer> + Clone + Send + Sync + 'static,
 {
+    let _ = OUTPUT.set(BoxMakeWriter::new(writer.clone()));
     let level = env::var("AWS_LAMBDA_LOG_LEVEL")
         .or_else(|_| env::var("RUST_LOG"))
         .ok()
@@ -33,4 +41,17 @@ where
     } else {
         subscriber.init();
     }
+}
+
+/// Writes `line` whole, with one write, where the log lines go (stdout until
+/// a subscriber is installed): how the EMF metrics line reaches CloudWatch.
+pub fn write_line(line: &str) {
+    let mut text = String::with_capacity(line.len() + 1);
+    text.push_str(line);
+    text.push('\n');
+    // Nowhere to report a failed write to: the log is that place.
+    let _ = match OUTPUT.get() {
+        Some(output) => output.make_writer().write_all(text.as_bytes()),
+        None => std::io::stdout().lock().write_all(text.as_bytes()),
+    };
 }

@@ -1,6 +1,7 @@
 //! The request log: one JSON line per request, from the function's
 //! subscriber (`plant_store::log`), with the request id, method, path, status and
-//! latency, and never the bearer token. A test binary of its own, because it
+//! latency, and never the bearer token; and the EMF metrics line of each
+//! request through the same writer. A test binary of its own, because it
 //! installs the process-wide subscriber.
 
 use std::io::Write;
@@ -82,6 +83,21 @@ async fn each_request_logs_one_json_line_without_the_token() {
             ("POST".into(), "/plants".into(), 200.into()),
             ("POST".into(), "/plants".into(), 401.into()),
             ("GET".into(), "/plants".into(), 200.into()),
+        ]
+    );
+    // The metrics reach the same writer: one EMF line per request.
+    let metrics: Vec<(Value, Value)> = text
+        .lines()
+        .map(|line| serde_json::from_str::<Value>(line).unwrap())
+        .filter(|line| line.get("_aws").is_some())
+        .map(|line| (line["Route"].clone(), line["StatusClass"].clone()))
+        .collect();
+    assert_eq!(
+        metrics,
+        vec![
+            ("POST /plants".into(), "2xx".into()),
+            ("POST /plants".into(), "4xx".into()),
+            ("GET /plants".into(), "2xx".into()),
         ]
     );
 }
