@@ -117,11 +117,9 @@ pub enum KeySource {
 }
 
 impl KeySource {
-    pub fn from_config(config: &KeyConfig) -> Result<Self, String> {
+    pub fn from_config(config: &KeyConfig) -> Result<Self, KeySourceError> {
         match config {
-            KeyConfig::Inline(jwks) => KeySet::from_jwks_json(jwks)
-                .map(Self::Inline)
-                .map_err(|error| error.to_string()),
+            KeyConfig::Inline(jwks) => Ok(Self::Inline(KeySet::from_jwks_json(jwks)?)),
             KeyConfig::Url { url, refresh } => {
                 RemoteKeys::new(url, *refresh).map(|remote| Self::Remote(Box::new(remote)))
             }
@@ -143,6 +141,36 @@ impl KeySource {
             Self::Inline(set) => set.get(kid).cloned(),
             Self::Remote(remote) => remote.key(kid).await,
         }
+    }
+}
+
+/// Why the configured key source cannot be used: the function does not start.
+#[derive(Debug)]
+pub enum KeySourceError {
+    InvalidKeySet(KeySetError),
+    NotAUrl(String),
+    NotHttps(String),
+    RootCertificates(std::io::Error),
+}
+
+impl fmt::Display for KeySourceError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::InvalidKeySet(error) => write!(f, "AUTH_JWKS: {error}"),
+            Self::NotAUrl(url) => write!(f, "the JWKS URL {url:?} is not a URL"),
+            Self::NotHttps(url) => write!(f, "the JWKS URL {url} must use https"),
+            Self::RootCertificates(error) => {
+                write!(f, "cannot load the system's root certificates: {error}")
+            }
+        }
+    }
+}
+
+impl std::error::Error for KeySourceError {}
+
+impl From<KeySetError> for KeySourceError {
+    fn from(error: KeySetError) -> Self {
+        Self::InvalidKeySet(error)
     }
 }
 
@@ -175,19 +203,19 @@ pub struct RemoteKeys {
 
 impl RemoteKeys {
     /// `url` must be `https://`, or `http://` to a loopback host.
-    fn new(url: &str, refresh: KeyRefresh) -> Result<Self, String> {
+    fn new(url: &str, refresh: KeyRefresh) -> Result<Self, KeySourceError> {
         let url: Uri = url
             .parse()
-            .map_err(|_| format!("the JWKS URL {url:?} is not a URL"))?;
+            .map_err(|_| KeySourceError::NotAUrl(url.to_owned()))?;
         let loopback = matches!(url.host(), Some("127.0.0.1" | "localhost" | "[::1]"));
         match url.scheme_str() {
             Some("https") => {}
             Some("http") if loopback => {}
-            _ => return Err(format!("the JWKS URL {url} must use https")),
+            _ => return Err(KeySourceError::NotHttps(url.to_string())),
         }
         let connector = HttpsConnectorBuilder::new()
             .with_native_roots()
-            .map_err(|error| format!("cannot load the system's root certificates: {error}"))?
+            .map_err(KeySourceError::RootCertificates)?
             .https_or_http()
             .enable_http1()
             .build();
@@ -303,6 +331,30 @@ impl RemoteKeys {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_unusable_key_source_is_a_typed_error_that_names_it() {
+        let url = |url: &str| KeyConfig::Url {
+            url: url.into(),
+            refresh: KeyRefresh::default(),
+        };
+        let error = |config| KeySource::from_config(&config).err().unwrap();
+        assert!(matches!(
+            error(KeyConfig::Inline("{}".into())),
+            KeySourceError::InvalidKeySet(_)
+        ));
+        assert!(matches!(
+            error(url("not a url")),
+            KeySourceError::NotAUrl(_)
+        ));
+        let plain = error(url("http://issuer.example/jwks"));
+        assert!(matches!(plain, KeySourceError::NotHttps(_)));
+        assert_eq!(
+            plain.to_string(),
+            "the JWKS URL http://issuer.example/jwks must use https"
+        );
+        assert!(KeySource::from_config(&url("http://127.0.0.1:9/jwks")).is_ok());
+    }
 
     #[test]
     fn only_signing_keys_of_accepted_algorithms_are_kept() {
