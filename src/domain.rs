@@ -179,11 +179,13 @@ impl Limit {
 
 /// Where a page of plants starts: after the plant with this id. Opaque to
 /// clients. The text is `B.B`, where `B` is base64url of a version byte and
-/// the id (12 characters, no padding bits): the second copy makes any
-/// truncated or altered cursor fail before a store call, and unlike a hash,
-/// the rule fits a JSON Schema pattern (`openapi.yaml`), so the document says
-/// exactly which cursors are accepted. It holds no owner: the owner always
-/// comes from the token, so a cursor only moves within the caller's plants.
+/// the id (12 characters, no padding bits): the second copy makes a truncated
+/// or mistyped cursor fail before a store call. It is no protection against
+/// forgery, and needs none: anyone may write a well-formed cursor for any id,
+/// but it holds no owner (the owner always comes from the token), so it only
+/// moves within the caller's plants. Unlike a hash, the rule fits a JSON
+/// Schema pattern (`openapi.yaml`), so the document says exactly which
+/// cursors are accepted.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Cursor {
     pub after: PlantId,
@@ -204,7 +206,8 @@ impl Cursor {
         format!("{copy}.{copy}")
     }
 
-    /// `None` for anything this API did not issue.
+    /// `None` for anything malformed: not two equal halves, not base64url of
+    /// nine bytes (padding bits included), or another version.
     pub fn parse(text: &str) -> Option<Self> {
         let (copy, check) = text.split_once('.')?;
         if copy != check {
@@ -235,7 +238,22 @@ pub struct NewPlant {
     pub plant: Plant,
 }
 
+/// A create whose id is already stored under other content.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Conflict(pub PlantId);
+
 impl NewPlant {
+    /// The contract's rule when this id is already stored: the same plant
+    /// again is a safe retry, answered as the first time; other content is a
+    /// conflict, and the stored plant stays as it is.
+    pub fn check_retry_of(&self, stored: &Plant) -> Result<(), Conflict> {
+        if *stored == self.plant {
+            Ok(())
+        } else {
+            Err(Conflict(self.id))
+        }
+    }
+
     /// Parses a request body. Fields the contract does not name are ignored.
     pub fn from_json(body: &[u8]) -> Result<Self, PlantError> {
         let fields: BodyFields =
@@ -414,6 +432,24 @@ mod tests {
     }
 
     #[test]
+    fn the_same_plant_again_is_a_retry_and_other_content_a_conflict() {
+        let new = NewPlant::from_json(br#"{"id": 9, "name": "Aloe", "tag": "succulent"}"#).unwrap();
+        assert_eq!(new.check_retry_of(&new.plant), Ok(()));
+        for other in [
+            r#"{"id": 9, "name": "Cactus", "tag": "succulent"}"#,
+            r#"{"id": 9, "name": "Aloe", "tag": "other"}"#,
+            r#"{"id": 9, "name": "Aloe"}"#,
+        ] {
+            let stored = NewPlant::from_json(other.as_bytes()).unwrap().plant;
+            assert_eq!(
+                new.check_retry_of(&stored),
+                Err(Conflict(PlantId::new(9))),
+                "{other}"
+            );
+        }
+    }
+
+    #[test]
     fn limits() {
         assert_eq!(Limit::parse("1"), Some(Limit(1)));
         assert_eq!(Limit::parse("1000"), Some(Limit(1000)));
@@ -426,7 +462,7 @@ mod tests {
     }
 
     #[test]
-    fn cursors_round_trip_and_refuse_anything_altered() {
+    fn cursors_round_trip_and_refuse_malformed_text() {
         for id in [i64::MIN, -1, 0, 7, i64::MAX] {
             let cursor = Cursor::after(PlantId::new(id));
             assert_eq!(Cursor::parse(&cursor.encode()), Some(cursor));
@@ -441,6 +477,13 @@ mod tests {
         // A wrong version, even when both copies agree.
         let version_2 = URL_SAFE_NO_PAD.encode([2u8, 0, 0, 0, 0, 0, 0, 0, 42]);
         assert_eq!(Cursor::parse(&format!("{version_2}.{version_2}")), None);
+        // Forgery is not caught, by design: a well-formed cursor for any id
+        // is accepted, and only ever reads the caller's own plants.
+        let forged = URL_SAFE_NO_PAD.encode([1u8, 0, 0, 0, 0, 0, 0, 0, 99]);
+        assert_eq!(
+            Cursor::parse(&format!("{forged}.{forged}")),
+            Some(Cursor::after(PlantId::new(99)))
+        );
         // Every single-bit change of the text is caught.
         for bit in 0..text.len() * 8 {
             let mut flipped = text.clone().into_bytes();

@@ -4,11 +4,10 @@
 use lambda_http::http::header::{ALLOW, RETRY_AFTER, WWW_AUTHENTICATE};
 use lambda_http::http::{HeaderValue, Method, StatusCode};
 use lambda_http::{Body, Response};
-use serde::Serialize;
 
 use crate::auth::AuthError;
-use crate::domain::{PlantError, PlantId};
-use crate::response::json_response;
+use crate::domain::{Conflict, PlantError, PlantId};
+use crate::response::json_text_response;
 use crate::store::StoreError;
 
 const CHALLENGE: &str = r#"Bearer realm="plants""#;
@@ -37,12 +36,6 @@ pub enum ApiError {
     Unavailable(String),
     /// Anything else; the detail goes to the log only.
     Internal(String),
-}
-
-#[derive(Serialize)]
-struct ErrorBody<'a> {
-    error: u16,
-    message: &'a str,
 }
 
 impl ApiError {
@@ -108,12 +101,9 @@ impl ApiError {
 
     pub fn into_response(self) -> Response<Body> {
         let status = self.status();
-        let message = self.message();
-        let body = ErrorBody {
-            error: status.as_u16(),
-            message: &message,
-        };
-        let mut response = json_response(status, &body);
+        // A JSON value's text cannot fail, unlike serialising a type.
+        let body = serde_json::json!({ "error": status.as_u16(), "message": self.message() });
+        let mut response = json_text_response(status, body.to_string());
         let headers = response.headers_mut();
         match self {
             Self::Auth(AuthError::MissingToken) => {
@@ -151,9 +141,21 @@ impl From<PlantError> for ApiError {
     }
 }
 
+impl From<Conflict> for ApiError {
+    fn from(Conflict(id): Conflict) -> Self {
+        Self::Conflict(id)
+    }
+}
+
 impl From<AuthError> for ApiError {
     fn from(error: AuthError) -> Self {
         Self::Auth(error)
+    }
+}
+
+impl From<serde_json::Error> for ApiError {
+    fn from(error: serde_json::Error) -> Self {
+        Self::Internal(format!("the response could not be serialised: {error}"))
     }
 }
 
@@ -163,5 +165,37 @@ impl From<StoreError> for ApiError {
             StoreError::Unavailable(detail) => Self::Unavailable(detail),
             StoreError::Unexpected(detail) => Self::Internal(detail),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde::ser::{Error, Serialize, Serializer};
+
+    use super::*;
+    use crate::response::json_response;
+
+    /// A body whose serialisation fails.
+    struct Unserialisable;
+
+    impl Serialize for Unserialisable {
+        fn serialize<S: Serializer>(&self, _serializer: S) -> Result<S::Ok, S::Error> {
+            Err(S::Error::custom("cannot"))
+        }
+    }
+
+    #[test]
+    fn a_body_that_cannot_be_serialised_is_a_500_with_the_error_body() {
+        let error = ApiError::from(json_response(StatusCode::OK, &Unserialisable).unwrap_err());
+        assert!(error.log_detail().unwrap().contains("cannot"));
+        let response = error.into_response();
+        assert_eq!(response.status(), StatusCode::INTERNAL_SERVER_ERROR);
+        let Body::Text(body) = response.body() else {
+            panic!("a text body");
+        };
+        assert_eq!(
+            body,
+            r#"{"error":500,"message":"An unexpected error occurred; it has been logged."}"#
+        );
     }
 }

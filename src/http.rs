@@ -101,14 +101,10 @@ impl PlantApi {
             });
         }
         let new = NewPlant::from_json(body)?;
-        match self.store.create(owner, &new).await? {
-            Created::New => Ok(json_response(StatusCode::OK, &new.plant)),
-            // The same plant again: a safe retry, answered as the first time.
-            Created::AlreadyStored(stored) if stored == new.plant => {
-                Ok(json_response(StatusCode::OK, &stored))
-            }
-            Created::AlreadyStored(_) => Err(ApiError::Conflict(new.id)),
+        if let Created::AlreadyStored(stored) = self.store.create(owner, &new).await? {
+            new.check_retry_of(&stored)?;
         }
+        Ok(json_response(StatusCode::OK, &new.plant)?)
     }
 
     async fn list_plants(
@@ -122,7 +118,7 @@ impl PlantApi {
             .store
             .list(owner, limit, cursor.map(|cursor| cursor.after))
             .await?;
-        let mut response = json_response(StatusCode::OK, &page.plants);
+        let mut response = json_response(StatusCode::OK, &page.plants)?;
         if let Some(after) = page.next_after {
             // RFC 8288, relative to the path as the caller saw it.
             let next = format!(

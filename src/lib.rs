@@ -1,11 +1,12 @@
 //! The Plant Store API as an AWS Lambda function.
 //!
-//! Ports and adapters, kept small, each module depending only on those below
+//! A thin edge over the domain, each module depending only on those below
 //! it: [`http`] is the edge (the route table in `route`, status codes,
 //! headers, the request log), [`auth`] the bearer-token verifier over the
 //! signing keys of [`jwks`], [`store`] the DynamoDB adapter, [`domain`] the
-//! middle, and [`config`] what the environment says. `error` maps every
-//! failure to the contract's Error body in one place.
+//! middle (parsing, and the rule that the same plant again is a retry while
+//! other content conflicts), and [`config`] what the environment says.
+//! `error` maps every failure to the contract's Error body in one place.
 
 pub mod auth;
 pub mod config;

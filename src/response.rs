@@ -6,9 +6,17 @@ use lambda_http::http::{HeaderValue, StatusCode};
 use lambda_http::{Body, Response};
 use serde::Serialize;
 
-pub(crate) fn json_response(status: StatusCode, body: &impl Serialize) -> Response<Body> {
-    // Serialising our plain structs of strings and numbers cannot fail.
-    let json = serde_json::to_string(body).unwrap_or_default();
+/// `body` as JSON with `status`. A body that cannot be serialised is an
+/// error for the caller to answer (a 500, `ApiError`), never an empty 200.
+pub(crate) fn json_response(
+    status: StatusCode,
+    body: &impl Serialize,
+) -> Result<Response<Body>, serde_json::Error> {
+    Ok(json_text_response(status, serde_json::to_string(body)?))
+}
+
+/// A response whose body is already JSON text.
+pub(crate) fn json_text_response(status: StatusCode, json: String) -> Response<Body> {
     let mut response = Response::new(Body::Text(json));
     *response.status_mut() = status;
     response
