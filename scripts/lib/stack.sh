@@ -67,17 +67,9 @@ wait_for_http() {
 # Bound to 127.0.0.1 only, by scripts/lib/DynamoDbLocalLoopback.java.
 start_dynamodb_local() {
   local port=$1 db_dir=${2:-}
-  local storage=(-inMemory)
-  if [ -n "$db_dir" ]; then
-    mkdir -p "$db_dir"
-    storage=(-dbPath "$db_dir")
-  fi
   log "starting DynamoDB Local on 127.0.0.1:$port"
-  setsid java -Djava.library.path="$DYNAMODB_LOCAL_DIR/DynamoDBLocal_lib" \
-    -cp "$DYNAMODB_LOCAL_DIR/DynamoDBLocal.jar:$DYNAMODB_LOCAL_DIR/DynamoDBLocal_lib/*" \
-    scripts/lib/DynamoDbLocalLoopback.java \
-    -port "$port" -sharedDb -disableTelemetry "${storage[@]}" \
-    >"$TOOLS_DIR/dynamodb-local.log" 2>&1 &
+  mkdir -p "$TOOLS_DIR"
+  setsid scripts/lib/dynamodb-local "$port" ${db_dir:+"$db_dir"} >"$TOOLS_DIR/dynamodb-local.log" 2>&1 &
   STARTED_PIDS+=($!)
   wait_for_http "$port" "DynamoDB Local" 60 || { cat "$TOOLS_DIR/dynamodb-local.log" >&2; exit 1; }
   # The SDK's standard settings: the function and the tests read these.

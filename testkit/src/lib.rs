@@ -1,9 +1,11 @@
-//! The test harness: a real DynamoDB Local (started by `scripts/test`), a
+//! The test harness: a real DynamoDB Local (`scripts/test`'s, or one started
+//! for the test binary under plain `cargo test`: [`dynamodb_local`]), a
 //! fresh table per test, real signed tokens from keys generated for this run,
 //! and requests that go through the production handler as real events. Also
 //! a fault-injecting proxy for the store and a JWKS server, both on
 //! 127.0.0.1. Production never links this crate.
 
+pub mod dynamodb_local;
 pub mod fault_proxy;
 pub mod forgeries;
 pub mod key_server;
@@ -15,7 +17,9 @@ use std::sync::{Arc, OnceLock};
 
 use aws_sdk_dynamodb::Client;
 use aws_sdk_dynamodb::config::interceptors::BeforeTransmitInterceptorContextRef;
-use aws_sdk_dynamodb::config::{ConfigBag, Intercept, RuntimeComponents, SharedInterceptor};
+use aws_sdk_dynamodb::config::{
+    ConfigBag, Credentials, Intercept, Region, RuntimeComponents, SharedInterceptor,
+};
 use aws_sdk_dynamodb::error::BoxError;
 use aws_sdk_dynamodb::types::AttributeValue;
 use jsonwebtoken::Algorithm;
@@ -116,22 +120,34 @@ pub async fn dynamodb_client() -> Client {
     counted_dynamodb_client(None).await.0
 }
 
-/// A client with the production configuration whose every request to
-/// DynamoDB is counted; through `endpoint` instead of DynamoDB Local if given.
+/// The region and dummy credentials the tests give the SDK: scripts/test's,
+/// else these (DynamoDB Local accepts any).
+fn aws_env() -> [(&'static str, String); 3] {
+    let var = |name: &str, default: &str| std::env::var(name).unwrap_or_else(|_| default.into());
+    [
+        ("AWS_REGION", var("AWS_REGION", "us-east-1")),
+        ("AWS_ACCESS_KEY_ID", var("AWS_ACCESS_KEY_ID", "local")),
+        (
+            "AWS_SECRET_ACCESS_KEY",
+            var("AWS_SECRET_ACCESS_KEY", "local"),
+        ),
+    ]
+}
+
+/// A client with the production configuration (retries, timeouts) whose
+/// every request to DynamoDB is counted; to DynamoDB Local, or through
+/// `endpoint` (a fault proxy) if given.
 pub async fn counted_dynamodb_client(endpoint: Option<&str>) -> (Client, CallCounter) {
-    assert!(
-        std::env::var_os("AWS_ENDPOINT_URL_DYNAMODB").is_some(),
-        "AWS_ENDPOINT_URL_DYNAMODB is not set: run the tests with scripts/test, which starts DynamoDB Local"
-    );
     let counter = CallCounter::default();
-    let mut config = client_config()
+    let [(_, region), (_, key), (_, secret)] = aws_env();
+    let config = client_config()
         .await
         .to_builder()
-        .interceptor(SharedInterceptor::new(counter.clone()));
-    if let Some(endpoint) = endpoint {
-        config = config.endpoint_url(endpoint);
-    }
-    let config = config.build();
+        .endpoint_url(endpoint.unwrap_or(dynamodb_local::url()))
+        .region(Region::new(region))
+        .credentials_provider(Credentials::new(key, secret, None, None, "tests"))
+        .interceptor(SharedInterceptor::new(counter.clone()))
+        .build();
     (Client::from_conf(config), counter)
 }
 
@@ -206,16 +222,15 @@ impl TestApp {
     /// The environment of the function's binary serving this app's table with
     /// this run's keys (inline), as the SAM template configures it in AWS.
     pub fn function_env(&self) -> Vec<(String, String)> {
-        let mut env: Vec<(String, String)> = [
-            "AWS_ENDPOINT_URL_DYNAMODB",
-            "AWS_REGION",
-            "AWS_ACCESS_KEY_ID",
-            "AWS_SECRET_ACCESS_KEY",
-        ]
-        .into_iter()
-        .filter_map(|name| Some((name.to_owned(), std::env::var(name).ok()?)))
-        .collect();
+        let mut env: Vec<(String, String)> = aws_env()
+            .into_iter()
+            .map(|(name, value)| (name.to_owned(), value))
+            .collect();
         env.extend([
+            (
+                "AWS_ENDPOINT_URL_DYNAMODB".to_owned(),
+                dynamodb_local::url().to_owned(),
+            ),
             ("PLANTS_TABLE".to_owned(), self.table.clone()),
             ("AUTH_ISSUER".to_owned(), ISSUER.to_owned()),
             ("AUTH_AUDIENCE".to_owned(), AUDIENCE.to_owned()),
@@ -224,9 +239,9 @@ impl TestApp {
         env
     }
 
-    /// DynamoDB Local's URL, as scripts/test exported it.
+    /// DynamoDB Local's URL.
     pub fn dynamodb_url() -> String {
-        std::env::var("AWS_ENDPOINT_URL_DYNAMODB").expect("run the tests with scripts/test")
+        dynamodb_local::url().to_owned()
     }
 
     /// How many requests the SDK has sent to DynamoDB so far.

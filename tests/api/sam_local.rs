@@ -7,18 +7,21 @@
 //! These need what scripts/test sets up (testkit's `sam_local`); elsewhere
 //! they print why they are skipped.
 
+use std::io::Write;
+
 use plant_store_testkit::sam_local::{SamApi, SamLocal};
 use plant_store_testkit::{
     CHALLENGE, HttpRequest, INVALID_TOKEN, TestApp, TestResponse, bearer, keys,
 };
 use serde_json::{Value, json};
 
-/// `sam local` as scripts/test prepared it, or `None` (printed) elsewhere.
+/// `sam local` as scripts/test prepared it, or `None` elsewhere, with the
+/// reason on stderr (written directly: the test harness captures eprintln!).
 pub fn sam_local_or_skip(test: &str) -> Option<SamLocal> {
     match SamLocal::from_env() {
         Ok(sam) => Some(sam),
         Err(reason) => {
-            eprintln!("skipped {test}: {reason}");
+            let _ = writeln!(std::io::stderr(), "skipped {test}: {reason}");
             None
         }
     }
