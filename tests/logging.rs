@@ -7,7 +7,7 @@
 use std::io::Write;
 use std::sync::{Arc, Mutex};
 
-use plant_store_testkit::{HttpRequest, TestApp, bearer};
+use plant_store_testkit::{ApiGatewayEvent, TestApp, bearer};
 use serde_json::Value;
 
 #[derive(Clone, Default)]
@@ -47,7 +47,7 @@ async fn each_request_logs_one_json_line_without_the_token() {
             .status,
         401
     );
-    let request = HttpRequest::new("GET", "/plants?limit=5")
+    let request = ApiGatewayEvent::new("GET", "/plants?limit=5")
         .header("authorization", &valid)
         .build();
     assert_eq!(app.send(request).await.status, 200);

@@ -25,7 +25,7 @@ use hyper_util::rt::TokioExecutor;
 use lambda_http::http;
 use serde_json::{Map, Value};
 
-use crate::{HttpRequest, TestResponse};
+use crate::{ApiGatewayEvent, TestResponse};
 
 /// The function's logical id in template.yaml.
 const FUNCTION: &str = "PlantsFunction";
@@ -166,7 +166,7 @@ impl SamApi {
             if let Ok(Some(status)) = self.child.try_wait() {
                 panic!("sam local start-api exited ({status}):\n{}", self.log());
             }
-            let request = HttpRequest::new("GET", "/plants");
+            let request = ApiGatewayEvent::new("GET", "/plants");
             if let Ok(response) = self.try_send(request).await
                 && response.0 == 401
             {
@@ -187,7 +187,7 @@ impl SamApi {
     }
 
     /// Sends `request` over HTTP to the API; the answer's body must be JSON.
-    pub async fn send(&self, request: HttpRequest) -> TestResponse {
+    pub async fn send(&self, request: ApiGatewayEvent) -> TestResponse {
         let (status, headers, body) = self
             .try_send(request)
             .await
@@ -197,7 +197,7 @@ impl SamApi {
 
     async fn try_send(
         &self,
-        request: HttpRequest,
+        request: ApiGatewayEvent,
     ) -> Result<(u16, http::HeaderMap, String), String> {
         let mut uri = format!("{}{}", self.url, request.path);
         if !request.query.is_empty() {

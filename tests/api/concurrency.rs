@@ -18,7 +18,7 @@ use plant_store_dev::DevKey;
 use plant_store_testkit::forgeries::forged_tokens;
 use plant_store_testkit::key_server::{Behaviour, KeyServer};
 use plant_store_testkit::runtime_api::{Invoked, LambdaProcess};
-use plant_store_testkit::{AUDIENCE, HttpRequest, ISSUER, TestApp, TestResponse, bearer, keys};
+use plant_store_testkit::{AUDIENCE, ApiGatewayEvent, ISSUER, TestApp, TestResponse, bearer, keys};
 use serde_json::{Value, json};
 
 /// These tests load one DynamoDB Local on a small machine; run together, its
@@ -177,7 +177,7 @@ fn posts_signed_by(key: &DevKey, ids: std::ops::RangeInclusive<i64>) -> Vec<Stri
 }
 
 fn post_event(authorization: &str, body: Value) -> String {
-    HttpRequest::create_plant(authorization, &body.to_string()).event()
+    ApiGatewayEvent::create_plant(authorization, &body.to_string()).event()
 }
 
 /// Hands every event to the function at once; the answers in order.
@@ -220,7 +220,7 @@ fn mixed_requests() -> Vec<(Kind, String)> {
     }
     let alice = bearer("alice");
     for _ in 0..16 {
-        let event = HttpRequest::list_plants(&alice, "limit=2").event();
+        let event = ApiGatewayEvent::list_plants(&alice, "limit=2").event();
         requests.push((Kind::List, event));
     }
     for (_, token) in forged_tokens().into_iter().cycle().take(8) {

@@ -3,7 +3,9 @@
 
 use plant_store::http::PlantApi;
 use plant_store::store::PlantStore;
-use plant_store_testkit::{HttpRequest, TestApp, TestResponse, bearer, dynamodb_client, verifier};
+use plant_store_testkit::{
+    ApiGatewayEvent, TestApp, TestResponse, bearer, dynamodb_client, verifier,
+};
 use serde_json::json;
 
 #[tokio::test]
@@ -214,7 +216,7 @@ async fn content_type_must_be_json_and_a_missing_one_is_read_as_json() {
         "application/jsonx",
         "multipart/form-data",
     ] {
-        let request = HttpRequest::new("POST", "/plants")
+        let request = ApiGatewayEvent::new("POST", "/plants")
             .header("authorization", &bearer("alice"))
             .header("content-type", content_type)
             .body(r#"{"id": 1, "name": "Fern"}"#)
@@ -228,7 +230,7 @@ async fn content_type_must_be_json_and_a_missing_one_is_read_as_json() {
         (3, None),
     ] {
         let mut request =
-            HttpRequest::new("POST", "/plants").header("authorization", &bearer("alice"));
+            ApiGatewayEvent::new("POST", "/plants").header("authorization", &bearer("alice"));
         if let Some(content_type) = content_type {
             request = request.header("content-type", content_type);
         }
@@ -262,13 +264,13 @@ async fn bodies_over_16_kib_get_413_and_write_nothing() {
 async fn unknown_paths_get_404_and_other_methods_405_with_allow() {
     let app = TestApp::new().await;
     for path in ["/", "/plant", "/plants/7", "/plantsx", "/v1/plants"] {
-        let request = HttpRequest::new("GET", path)
+        let request = ApiGatewayEvent::new("GET", path)
             .header("authorization", &bearer("alice"))
             .build();
         app.send(request).await.assert_error(404, "path");
     }
     for method in ["PUT", "DELETE", "PATCH", "HEAD", "OPTIONS"] {
-        let request = HttpRequest::new(method, "/plants")
+        let request = ApiGatewayEvent::new(method, "/plants")
             .header("authorization", &bearer("alice"))
             .build();
         let response = app.send(request).await;
@@ -280,12 +282,12 @@ async fn unknown_paths_get_404_and_other_methods_405_with_allow() {
 #[tokio::test]
 async fn a_trailing_slash_is_the_same_path() {
     let app = TestApp::new().await;
-    let request = HttpRequest::new("POST", "/plants/")
+    let request = ApiGatewayEvent::new("POST", "/plants/")
         .header("authorization", &bearer("alice"))
         .body(r#"{"id": 1, "name": "Fern"}"#)
         .build();
     assert_eq!(app.send(request).await.status, 200);
-    let request = HttpRequest::new("GET", "/plants/")
+    let request = ApiGatewayEvent::new("GET", "/plants/")
         .header("authorization", &bearer("alice"))
         .build();
     assert_eq!(app.send(request).await.body, json!([{"name": "Fern"}]));
@@ -299,11 +301,11 @@ async fn an_unexpected_store_error_is_a_generic_500_that_leaks_nothing() {
         verifier(),
         PlantStore::new(dynamodb_client().await, missing_table),
     );
-    let post = HttpRequest::new("POST", "/plants")
+    let post = ApiGatewayEvent::new("POST", "/plants")
         .header("authorization", &bearer("alice"))
         .body(r#"{"id": 1, "name": "Fern"}"#)
         .build();
-    let get = HttpRequest::new("GET", "/plants")
+    let get = ApiGatewayEvent::new("GET", "/plants")
         .header("authorization", &bearer("alice"))
         .build();
     for request in [post, get] {

@@ -4,7 +4,7 @@
 //! accepted plants.
 
 use lambda_http::Request;
-use plant_store_testkit::{HttpRequest, TestApp, bearer, token};
+use plant_store_testkit::{ApiGatewayEvent, TestApp, bearer, token};
 use serde_json::{Value, json};
 
 struct Case {
@@ -20,7 +20,8 @@ fn post(body: impl Into<String>) -> Request {
 }
 
 fn post_as(content_type: Option<&str>, body: impl Into<String>) -> Request {
-    let mut request = HttpRequest::new("POST", "/plants").header("authorization", &bearer("alice"));
+    let mut request =
+        ApiGatewayEvent::new("POST", "/plants").header("authorization", &bearer("alice"));
     if let Some(content_type) = content_type {
         request = request.header("content-type", content_type);
     }
@@ -28,7 +29,7 @@ fn post_as(content_type: Option<&str>, body: impl Into<String>) -> Request {
 }
 
 fn get(query: &str) -> Request {
-    HttpRequest::new("GET", &format!("/plants?{query}"))
+    ApiGatewayEvent::new("GET", &format!("/plants?{query}"))
         .header("authorization", &bearer("alice"))
         .build()
 }
@@ -276,25 +277,25 @@ fn cases() -> Vec<Case> {
     }
     // Authorization abuse.
     let huge = format!("Bearer {}", "a".repeat(10 * 1024));
-    let request = HttpRequest::new("POST", "/plants")
+    let request = ApiGatewayEvent::new("POST", "/plants")
         .header("authorization", &huge)
         .body(r#"{"id": 1, "name": "x"}"#)
         .build();
     add("10 KB Authorization header", request, 401, "token");
     // As HTTP APIs and function URLs deliver repeated headers: comma-joined.
-    let two = HttpRequest::new("POST", "/plants")
+    let two = ApiGatewayEvent::new("POST", "/plants")
         .header("authorization", &bearer("alice"))
         .header("authorization", &bearer("mallory"))
         .body(r#"{"id": 1, "name": "Fern"}"#)
         .build();
     add("two Authorization headers", two, 401, "token");
-    let comma = HttpRequest::new("POST", "/plants")
+    let comma = ApiGatewayEvent::new("POST", "/plants")
         .header("authorization", &format!("{},x", bearer("alice")))
         .body(r#"{"id": 1, "name": "Fern"}"#)
         .build();
     add("a comma after the token", comma, 401, "token");
     let token_in_query =
-        HttpRequest::new("POST", &format!("/plants?access_token={}", token("alice")))
+        ApiGatewayEvent::new("POST", &format!("/plants?access_token={}", token("alice")))
             .body(r#"{"id": 1, "name": "x"}"#)
             .build();
     add(

@@ -3,7 +3,7 @@
 //! page, and cursors that cannot leave the caller's own plants.
 
 use futures::StreamExt;
-use plant_store_testkit::{HttpRequest, TestApp, TestResponse, bearer};
+use plant_store_testkit::{ApiGatewayEvent, TestApp, TestResponse, bearer};
 use serde_json::{Value, json};
 
 fn plant_name(id: i64) -> String {
@@ -28,7 +28,7 @@ fn next_link(response: &TestResponse) -> Option<String> {
 }
 
 async fn get_path(app: &TestApp, owner: &str, path_and_query: &str) -> TestResponse {
-    let request = HttpRequest::new("GET", path_and_query)
+    let request = ApiGatewayEvent::new("GET", path_and_query)
         .header("authorization", &bearer(owner))
         .build();
     app.send(request).await

@@ -11,7 +11,7 @@ use std::io::Write;
 
 use plant_store_testkit::sam_local::{SamApi, SamLocal};
 use plant_store_testkit::{
-    CHALLENGE, HttpRequest, INVALID_TOKEN, TestApp, TestResponse, bearer, keys,
+    ApiGatewayEvent, CHALLENGE, INVALID_TOKEN, TestApp, TestResponse, bearer, keys,
 };
 use serde_json::{Value, json};
 
@@ -27,8 +27,8 @@ pub fn sam_local_or_skip(test: &str) -> Option<SamLocal> {
     }
 }
 
-fn create(owner: &str, body: &Value) -> HttpRequest {
-    HttpRequest::create_plant(&bearer(owner), &body.to_string())
+fn create(owner: &str, body: &Value) -> ApiGatewayEvent {
+    ApiGatewayEvent::create_plant(&bearer(owner), &body.to_string())
 }
 
 /// The target of a `Link: <target>; rel="next"` header.
@@ -73,7 +73,9 @@ async fn the_contract_holds_through_sam_local_start_api() {
     rejections(&api).await;
 
     // Another owner sees nothing of alice's.
-    let bob = api.send(HttpRequest::list_plants(&bearer("bob"), "")).await;
+    let bob = api
+        .send(ApiGatewayEvent::list_plants(&bearer("bob"), ""))
+        .await;
     assert_json_200(&bob, json!([]));
 
     // The table holds alice's three plants as first written, and nothing else.
@@ -93,7 +95,8 @@ async fn pages_to_the_end(api: &SamApi) {
     let mut pages = Vec::new();
     let mut next = Some("/plants?limit=2".to_owned());
     while let Some(target) = next {
-        let request = HttpRequest::new("GET", &target).header("authorization", &bearer("alice"));
+        let request =
+            ApiGatewayEvent::new("GET", &target).header("authorization", &bearer("alice"));
         let response = api.send(request).await;
         assert_eq!(response.status, 200, "{target}: {}", response.body);
         assert_eq!(response.header("content-type"), Some("application/json"));
@@ -116,11 +119,11 @@ async fn rejections(api: &SamApi) {
     api.send(create("alice", &json!({"id": 4})))
         .await
         .assert_error(400, "name");
-    api.send(HttpRequest::list_plants(&alice, "limit=0"))
+    api.send(ApiGatewayEvent::list_plants(&alice, "limit=0"))
         .await
         .assert_error(400, "limit");
 
-    let missing = api.send(HttpRequest::new("GET", "/plants")).await;
+    let missing = api.send(ApiGatewayEvent::new("GET", "/plants")).await;
     missing.assert_error(401, "token");
     assert_eq!(missing.header("www-authenticate"), Some(CHALLENGE));
     // A valid signature from another issuer.
@@ -129,14 +132,17 @@ async fn rejections(api: &SamApi) {
         .token("https://someone.else", None, "alice", 3600)
         .unwrap();
     let invalid = api
-        .send(HttpRequest::list_plants(&format!("Bearer {forged}"), ""))
+        .send(ApiGatewayEvent::list_plants(
+            &format!("Bearer {forged}"),
+            "",
+        ))
         .await;
     invalid.assert_error(401, "token");
     assert_eq!(invalid.header("www-authenticate"), Some(INVALID_TOKEN));
 
-    let unknown = HttpRequest::new("GET", "/gardens").header("authorization", &alice);
+    let unknown = ApiGatewayEvent::new("GET", "/gardens").header("authorization", &alice);
     api.send(unknown).await.assert_error(404, "path");
-    let delete = HttpRequest::new("DELETE", "/plants").header("authorization", &alice);
+    let delete = ApiGatewayEvent::new("DELETE", "/plants").header("authorization", &alice);
     let not_allowed = api.send(delete).await;
     not_allowed.assert_error(405, "DELETE");
     assert_eq!(not_allowed.header("allow"), Some("GET, POST"));
@@ -145,7 +151,7 @@ async fn rejections(api: &SamApi) {
     api.send(create("alice", &large))
         .await
         .assert_error(413, "16384 bytes");
-    let text = HttpRequest::new("POST", "/plants")
+    let text = ApiGatewayEvent::new("POST", "/plants")
         .header("authorization", &alice)
         .header("content-type", "text/plain")
         .body(r#"{"id": 6, "name": "Ivy"}"#);

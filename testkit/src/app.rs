@@ -1,0 +1,147 @@
+//! The function under test: the production handler on a table of its own.
+
+use aws_sdk_dynamodb::Client;
+use aws_sdk_dynamodb::types::AttributeValue;
+use lambda_http::Request;
+use plant_store::auth::Verifier;
+use plant_store::http::PlantApi;
+use plant_store::store::PlantStore;
+use plant_store_dev::create_table;
+use serde_json::{Value, json};
+
+use crate::dynamodb::{CallCounter, aws_env, counted_dynamodb_client, unique_table_name};
+use crate::{
+    AUDIENCE, ApiGatewayEvent, ISSUER, TestResponse, bearer, dynamodb_local, keys, verifier,
+};
+
+/// The function as production wires it, on a table of its own.
+pub struct TestApp {
+    pub api: PlantApi,
+    pub client: Client,
+    pub table: String,
+    calls: CallCounter,
+}
+
+impl TestApp {
+    pub async fn new() -> Self {
+        Self::with_verifier(verifier()).await
+    }
+
+    pub async fn with_verifier(verifier: Verifier) -> Self {
+        Self::build(verifier, None).await
+    }
+
+    /// The function's client goes through `endpoint` (a fault proxy); the
+    /// table and the test's own reads stay on DynamoDB Local.
+    pub async fn with_store_endpoint(endpoint: &str) -> Self {
+        Self::build(verifier(), Some(endpoint)).await
+    }
+
+    async fn build(verifier: Verifier, store_endpoint: Option<&str>) -> Self {
+        let (client, direct_calls) = counted_dynamodb_client(None).await;
+        let table = unique_table_name();
+        create_table(&client, &table).await.unwrap();
+        let (store_client, calls) = match store_endpoint {
+            None => (client.clone(), direct_calls),
+            Some(endpoint) => counted_dynamodb_client(Some(endpoint)).await,
+        };
+        let api = PlantApi::new(verifier, PlantStore::new(store_client, &table));
+        Self {
+            api,
+            client,
+            table,
+            calls,
+        }
+    }
+
+    /// The environment of the function's binary serving this app's table with
+    /// this run's keys (inline), as the SAM template configures it in AWS.
+    pub fn function_env(&self) -> Vec<(String, String)> {
+        let mut env: Vec<(String, String)> = aws_env()
+            .into_iter()
+            .map(|(name, value)| (name.to_owned(), value))
+            .collect();
+        env.extend([
+            (
+                "AWS_ENDPOINT_URL_DYNAMODB".to_owned(),
+                dynamodb_local::url().to_owned(),
+            ),
+            ("PLANTS_TABLE".to_owned(), self.table.clone()),
+            ("AUTH_ISSUER".to_owned(), ISSUER.to_owned()),
+            ("AUTH_AUDIENCE".to_owned(), AUDIENCE.to_owned()),
+            ("AUTH_JWKS".to_owned(), keys().jwks.clone()),
+        ]);
+        env
+    }
+
+    /// DynamoDB Local's URL.
+    pub fn dynamodb_url() -> String {
+        dynamodb_local::url().to_owned()
+    }
+
+    /// How many requests the SDK has sent to DynamoDB so far.
+    pub fn dynamodb_calls(&self) -> usize {
+        self.calls.count()
+    }
+
+    pub async fn send(&self, request: Request) -> TestResponse {
+        TestResponse::from(self.api.handle(request).await)
+    }
+
+    pub async fn post(&self, authorization: &str, body: &str) -> TestResponse {
+        self.send(ApiGatewayEvent::create_plant(authorization, body).build())
+            .await
+    }
+
+    pub async fn get(&self, authorization: &str, query: &str) -> TestResponse {
+        self.send(ApiGatewayEvent::list_plants(authorization, query).build())
+            .await
+    }
+
+    /// Creates a plant through the API and checks it was accepted.
+    pub async fn create(&self, owner: &str, body: Value) {
+        let response = self.post(&bearer(owner), &body.to_string()).await;
+        assert_eq!(response.status, 200, "seeding {body}: {:?}", response.body);
+    }
+
+    /// The owner of every item in the table, in the order of [`Self::stored_items`].
+    pub async fn stored_owners(&self) -> Vec<Value> {
+        let items = self.stored_items().await;
+        items.iter().map(|item| item["owner"].clone()).collect()
+    }
+
+    /// Every item in the table, read straight from DynamoDB: what the function
+    /// really stored, as `{owner, id, name, tag?}`, ordered by owner and id.
+    pub async fn stored_items(&self) -> Vec<Value> {
+        let mut items = Vec::new();
+        let mut start_key = None;
+        loop {
+            let page = self
+                .client
+                .scan()
+                .table_name(&self.table)
+                .set_exclusive_start_key(start_key)
+                .send()
+                .await
+                .unwrap();
+            for item in page.items() {
+                let mut row = serde_json::Map::new();
+                for (attribute, value) in item {
+                    let value = match value {
+                        AttributeValue::S(text) => json!(text),
+                        AttributeValue::N(number) => json!(number.parse::<i64>().unwrap()),
+                        other => panic!("unexpected attribute {attribute}: {other:?}"),
+                    };
+                    row.insert(attribute.clone(), value);
+                }
+                items.push(Value::Object(row));
+            }
+            match page.last_evaluated_key {
+                Some(key) => start_key = Some(key),
+                None => break,
+            }
+        }
+        items.sort_by_key(|item| (item["owner"].to_string(), item["id"].as_i64()));
+        items
+    }
+}
