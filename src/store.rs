@@ -78,7 +78,7 @@ const WARM_UP_TIMEOUT: Duration = Duration::from_secs(1);
 /// with this service's retries and timeouts. Not the SDK's whole default
 /// chain (profiles, SSO, web identity, IMDS): a Lambda function never needs
 /// it, and it would add an STS client to the binary and its file and
-/// environment probing to init (README, "Performance").
+/// environment probing to init (docs/performance.md).
 pub async fn client_config() -> aws_sdk_dynamodb::Config {
     client_config_from(|name| env::var(name).ok()).await
 }

@@ -6,7 +6,7 @@
 - Every log group has a retention, and the function and the API log into
   log groups of the template (not ones created on first use, kept forever).
 - Every alarm notifies the alarm topic when it fires, and each thing the
-  README's "Operating it" names is watched.
+  docs/operating.md's "Operating it" names is watched.
 - The table is protected: deletion protection, point-in-time recovery,
   retained with the stack.
 - The Cognito user pool admits only admin-created users unless asked.
