@@ -13,7 +13,8 @@ LOCAL_AUDIENCE=plant-store
 LOCAL_KEY_DIR="$PWD/.local/keys"
 DEV_TOOL=target/debug/plant-store-dev
 
-log() { printf '==> %s\n' "$*" >&2; }
+# Each line carries the time of day, so a run's log shows what each step costs.
+log() { printf '==> %s %s\n' "$(date +%T)" "$*" >&2; }
 
 # Python tools (cargo-lambda, cfn-lint, sam) in a venv, reinstalled only when
 # the pinned list changes.
