@@ -189,29 +189,8 @@ start_bridge_forward() {
     gateway=$(ip -4 -o addr show dev "${bridge:-docker0}" | awk '{ sub("/.*", "", $4); print $4; exit }')
   fi
   [ -n "$gateway" ] || { log "found no gateway address of the engine's bridge network"; return 1; }
-  ensure_haproxy
-  mkdir -p "$SAM_LOCAL_DIR"
-  cat >"$SAM_LOCAL_DIR/haproxy.cfg" <<CFG
-global
-  maxconn 256
-defaults
-  mode tcp
-  timeout connect 2s
-  timeout client 60s
-  timeout server 60s
-frontend bridge
-  bind $gateway:$port
-  default_backend dynamodb
-backend dynamodb
-  server local 127.0.0.1:$port
-CFG
   log "forwarding $gateway:$port (the containers' gateway) to DynamoDB Local on 127.0.0.1:$port"
-  setsid haproxy -f "$SAM_LOCAL_DIR/haproxy.cfg" -db >"$SAM_LOCAL_DIR/haproxy.log" 2>&1 &
-  STARTED_PIDS+=($!)
-  for _ in $(seq 40); do
-    curl -s --max-time 2 -o /dev/null "http://$gateway:$port/" && break
-    sleep 0.25
-  done
+  start_haproxy "$gateway:$port" "$port" "$SAM_LOCAL_DIR" "http://$gateway:$port/"
   SAM_LOCAL_DYNAMODB="http://$gateway:$port"
 }
 

@@ -147,10 +147,7 @@ mint_token() {
     "$DEV_TOOL" token --dir "$1" --sub "$2" --ttl "$3"
 }
 
-# A TLS terminator in front of DynamoDB Local, as AWS's endpoint is reached:
-# haproxy from Debian's packages (installed when missing), with a server
-# certificate for 127.0.0.1 from a local CA. Exports TLS_CA_BUNDLE: the
-# system's roots plus that CA in one file, as a Lambda image has one bundle.
+# haproxy from Debian's packages, installed when missing.
 ensure_haproxy() {
   [ -x /usr/sbin/haproxy ] || ensure_debian_packages haproxy
 }
@@ -162,7 +159,41 @@ ensure_debian_packages() {
   DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "$@" >/dev/null
 }
 
-# start_tls_terminator PORT UPSTREAM_PORT DIR
+# start_haproxy BIND UPSTREAM_PORT DIR CHECK_URL [curl options...]: haproxy
+# in TCP mode from BIND (an address:port, with options such as `ssl crt
+# FILE`) to 127.0.0.1:UPSTREAM_PORT, its files in DIR; waits until CHECK_URL
+# answers through it.
+start_haproxy() {
+  local bind=$1 upstream=$2 dir=$3 check_url=$4
+  shift 4
+  ensure_haproxy
+  mkdir -p "$dir"
+  cat >"$dir/haproxy.cfg" <<CFG
+global
+  maxconn 512
+defaults
+  mode tcp
+  timeout connect 2s
+  timeout client 60s
+  timeout server 60s
+frontend front
+  bind $bind
+  default_backend upstream
+backend upstream
+  server local 127.0.0.1:$upstream
+CFG
+  setsid haproxy -f "$dir/haproxy.cfg" -db >"$dir/haproxy.log" 2>&1 &
+  STARTED_PIDS+=($!)
+  for _ in $(seq 40); do
+    curl -s --max-time 2 "$@" -o /dev/null "$check_url" && break
+    sleep 0.25
+  done
+}
+
+# start_tls_terminator PORT UPSTREAM_PORT DIR: a TLS terminator in front of
+# DynamoDB Local, as AWS's endpoint is reached: haproxy with a server
+# certificate for 127.0.0.1 from a local CA. Exports TLS_CA_BUNDLE: the
+# system's roots plus that CA in one file, as a Lambda image has one bundle.
 start_tls_terminator() {
   local port=$1 upstream=$2 dir=$3
   ensure_haproxy
@@ -178,27 +209,9 @@ start_tls_terminator() {
     cat "$dir/server.crt" "$dir/server.key" >"$dir/server.pem"
     cat /etc/ssl/certs/ca-certificates.crt "$dir/ca.pem" >"$dir/ca-bundle.pem"
   fi
-  cat >"$dir/haproxy.cfg" <<CFG
-global
-  maxconn 512
-defaults
-  mode tcp
-  timeout connect 2s
-  timeout client 60s
-  timeout server 60s
-frontend tls
-  bind 127.0.0.1:$port ssl crt $dir/server.pem
-  default_backend dynamodb
-backend dynamodb
-  server local 127.0.0.1:$upstream
-CFG
   log "starting haproxy (TLS) on 127.0.0.1:$port in front of 127.0.0.1:$upstream"
-  setsid haproxy -f "$dir/haproxy.cfg" -db >"$dir/haproxy.log" 2>&1 &
-  STARTED_PIDS+=($!)
-  for _ in $(seq 40); do
-    curl -s --max-time 2 --cacert "$dir/ca.pem" -o /dev/null "https://127.0.0.1:$port/" && break
-    sleep 0.25
-  done
+  start_haproxy "127.0.0.1:$port ssl crt $dir/server.pem" "$upstream" "$dir" \
+    "https://127.0.0.1:$port/" --cacert "$dir/ca.pem"
   export TLS_CA_BUNDLE="$dir/ca-bundle.pem"
 }
 
