@@ -37,14 +37,8 @@ ensure_container_engine() {
   [ "$(id -u)" = 0 ] || { log "no container engine answers, and starting one needs root"; return 1; }
   if [ ! -x "$ENGINE_DIR/usr/sbin/dockerd" ]; then
     log "fetching Debian's container engine: ${ENGINE_DEBS[*]}"
-    local scratch
-    scratch=$(mktemp -d)
-    chmod 1777 "$scratch" # apt-get downloads as the _apt user where it can write
-    (cd "$scratch" && apt-get download -qq "${ENGINE_DEBS[@]}" >/dev/null) ||
-      { apt-get update -qq >/dev/null && (cd "$scratch" && apt-get download -qq "${ENGINE_DEBS[@]}" >/dev/null); }
     rm -rf "$ENGINE_DIR"
-    for deb in "$scratch"/*.deb; do dpkg-deb -x "$deb" "$ENGINE_DIR"; done
-    rm -rf "$scratch"
+    unpack_debian_packages "$ENGINE_DIR" "${ENGINE_DEBS[@]}"
   fi
   export PATH="$ENGINE_DIR/usr/bin:$ENGINE_DIR/usr/sbin:$PATH"
   # Unix sockets live here: a short path, gone when the engine stops.
@@ -67,6 +61,29 @@ ensure_container_engine() {
   return 1
 }
 
+# unpack_debian_packages DEST PACKAGE...: Debian's packages downloaded with
+# apt-get (its lists refreshed once if they lack one) and unpacked into DEST,
+# without installing them.
+unpack_debian_packages() {
+  local dest=$1 debs
+  shift
+  debs=$(mktemp -d)
+  chmod 1777 "$debs" # apt-get downloads as the _apt user where it can write
+  (cd "$debs" && apt-get download -qq "$@" >/dev/null) ||
+    { apt-get update -qq >/dev/null && (cd "$debs" && apt-get download -qq "$@" >/dev/null); }
+  for deb in "$debs"/*.deb; do dpkg-deb -x "$deb" "$dest"; done
+  rm -rf "$debs"
+}
+
+# stop_within_30s PID: SIGTERM, then SIGKILL to its process group if it is
+# still there after 30 s; reaps it.
+stop_within_30s() {
+  kill -TERM "$1" 2>/dev/null || true
+  for _ in $(seq 60); do kill -0 "$1" 2>/dev/null || break; sleep 0.5; done
+  kill -9 -- "-$1" 2>/dev/null || true
+  wait "$1" 2>/dev/null || true
+}
+
 # Removes what `sam local` ran from the base image (SAM removes its own
 # containers when it stops cleanly; this also covers a killed run).
 remove_lambda_containers() {
@@ -83,10 +100,7 @@ stop_sam_local() {
   remove_lambda_containers
   if [ -n "$ENGINE_PID" ]; then
     log "stopping the container engine"
-    kill "$ENGINE_PID" 2>/dev/null || true
-    for _ in $(seq 60); do kill -0 "$ENGINE_PID" 2>/dev/null || break; sleep 0.5; done
-    kill -9 -- "-$ENGINE_PID" 2>/dev/null || true
-    wait "$ENGINE_PID" 2>/dev/null || true
+    stop_within_30s "$ENGINE_PID"
     # Mounts the engine may leave when it is killed (overlays, network namespaces).
     { findmnt -rn -o TARGET | grep -E "^($ENGINE_DATA|$ENGINE_RUN_DIR)(/|\$)" || true; } | sort -r |
       while read -r target; do umount -l "$target" 2>/dev/null || true; done
@@ -126,18 +140,14 @@ ensure_arm64_emulation() {
 # (busybox), the CA bundle where Amazon Linux keeps it, /var/task,
 # /var/runtime, /opt and /tmp. Debian's arm64 packages, unpacked.
 lambda_base_rootfs() {
-  local rootfs=$1 debs
-  debs=$(mktemp -d)
-  chmod 1777 "$debs"
+  local rootfs=$1
   if ! dpkg --print-foreign-architectures | grep -qx arm64; then
     log "adding Debian's arm64 architecture to apt (for the Lambda base image)"
     dpkg --add-architecture arm64
     apt-get update -qq >/dev/null
   fi
-  (cd "$debs" && apt-get download -qq busybox-static:arm64 libc6:arm64 >/dev/null) ||
-    { apt-get update -qq >/dev/null && (cd "$debs" && apt-get download -qq busybox-static:arm64 libc6:arm64 >/dev/null); }
-  for deb in "$debs"/*.deb; do dpkg-deb -x "$deb" "$rootfs"; done
-  rm -rf "$debs" "$rootfs/usr/share"
+  unpack_debian_packages "$rootfs" busybox-static:arm64 libc6:arm64
+  rm -rf "$rootfs/usr/share"
   for tool in sh mv chmod cp rm ls cat mkdir; do ln -s busybox "$rootfs/bin/$tool"; done
   mkdir -p "$rootfs/etc/pki/tls/certs" "$rootfs/var/task" "$rootfs/var/runtime" "$rootfs/opt" "$rootfs/tmp"
   chmod 1777 "$rootfs/tmp"
@@ -234,9 +244,6 @@ start_sam_api() {
 stop_sam_api() {
   [ -n "${SAM_API_PID:-}" ] || return 0
   log "stopping sam local start-api"
-  kill -TERM "$SAM_API_PID" 2>/dev/null || true
-  for _ in $(seq 60); do kill -0 "$SAM_API_PID" 2>/dev/null || break; sleep 0.5; done
-  kill -9 -- "-$SAM_API_PID" 2>/dev/null || true
-  wait "$SAM_API_PID" 2>/dev/null || true
+  stop_within_30s "$SAM_API_PID"
   SAM_API_PID=
 }
