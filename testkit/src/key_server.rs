@@ -2,13 +2,20 @@
 //! fetches and can be switched to answer slowly, too much, with an error, or
 //! not at all.
 
+use std::convert::Infallible;
+use std::pin::Pin;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
+use std::task::{Context, Poll};
 use std::time::Duration;
 
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::{TcpListener, TcpStream};
+use bytes::Bytes;
+use http_body_util::BodyExt;
+use hyper::StatusCode;
+use hyper::body::{Body, Frame};
 use tokio::task::JoinHandle;
+
+use crate::http_server::{Reply, listen, respond, serve};
 
 #[derive(Clone)]
 pub enum Behaviour {
@@ -32,14 +39,17 @@ pub struct KeyServer {
 
 impl KeyServer {
     pub async fn start(jwks: String) -> Self {
-        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let jwks_url = format!(
-            "http://{}/.well-known/jwks.json",
-            listener.local_addr().unwrap()
-        );
+        let (listener, address) = listen().await;
+        let jwks_url = format!("http://{address}/.well-known/jwks.json");
         let behaviour = Arc::new(Mutex::new(Behaviour::Serve(jwks)));
         let fetches = Arc::new(AtomicUsize::new(0));
-        let task = tokio::spawn(accept(listener, behaviour.clone(), fetches.clone()));
+        let task = serve(listener, {
+            let (behaviour, fetches) = (behaviour.clone(), fetches.clone());
+            move |_request| {
+                fetches.fetch_add(1, Ordering::SeqCst);
+                answer(behaviour.lock().unwrap().clone())
+            }
+        });
         Self {
             jwks_url,
             behaviour,
@@ -68,53 +78,40 @@ impl Drop for KeyServer {
     }
 }
 
-async fn accept(
-    listener: TcpListener,
-    behaviour: Arc<Mutex<Behaviour>>,
-    fetches: Arc<AtomicUsize>,
-) {
-    loop {
-        let Ok((stream, _)) = listener.accept().await else {
-            return;
-        };
-        let behaviour = behaviour.lock().unwrap().clone();
-        fetches.fetch_add(1, Ordering::SeqCst);
-        tokio::spawn(answer(stream, behaviour));
-    }
-}
-
-async fn answer(mut stream: TcpStream, behaviour: Behaviour) {
-    // Read the request head; its content does not matter.
-    let mut head = Vec::new();
-    let mut buffer = [0u8; 1024];
-    while !head.windows(4).any(|window| window == b"\r\n\r\n") && head.len() < 16 * 1024 {
-        match stream.read(&mut buffer).await {
-            Ok(0) | Err(_) => return,
-            Ok(read) => head.extend_from_slice(&buffer[..read]),
-        }
-    }
-    let ok = |body: &str| {
-        format!(
-            "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}",
-            body.len()
-        )
-    };
+/// Every answer closes its connection, so that a stopped server refuses
+/// the next fetch, as a server that went down does.
+async fn answer(behaviour: Behaviour) -> Reply {
+    let close = ("connection", "close".to_owned());
+    let json = ("content-type", "application/json".to_owned());
     let response = match behaviour {
-        Behaviour::Serve(jwks) => ok(&jwks),
+        Behaviour::Serve(jwks) => respond(StatusCode::OK, &[json, close], jwks),
         Behaviour::Slow(delay, jwks) => {
             tokio::time::sleep(delay).await;
-            ok(&jwks)
+            respond(StatusCode::OK, &[json, close], jwks)
         }
         Behaviour::Oversized(jwks, size) => {
             let padded = format!(r#"{{"padding": "{}", {}"#, "x".repeat(size), &jwks[1..]);
-            format!(
-                "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\nconnection: close\r\n\r\n{padded}"
-            )
+            let mut response = respond(StatusCode::OK, &[json, close], "");
+            *response.body_mut() = OfUnknownLength(Some(padded.into())).boxed();
+            response
         }
-        Behaviour::Status(status) => {
-            format!("HTTP/1.1 {status} Error\r\ncontent-length: 0\r\nconnection: close\r\n\r\n")
-        }
+        Behaviour::Status(status) => respond(StatusCode::from_u16(status).unwrap(), &[close], ""),
     };
-    let _ = stream.write_all(response.as_bytes()).await;
-    let _ = stream.shutdown().await;
+    Reply::Respond(response)
+}
+
+/// A body that does not tell its length: sent chunked, without a
+/// Content-Length for the client to check first.
+struct OfUnknownLength(Option<Bytes>);
+
+impl Body for OfUnknownLength {
+    type Data = Bytes;
+    type Error = Infallible;
+
+    fn poll_frame(
+        mut self: Pin<&mut Self>,
+        _: &mut Context<'_>,
+    ) -> Poll<Option<Result<Frame<Bytes>, Infallible>>> {
+        Poll::Ready(self.0.take().map(|data| Ok(Frame::data(data))))
+    }
 }

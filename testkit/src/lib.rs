@@ -16,6 +16,7 @@ pub mod dynamodb_local;
 pub mod event;
 pub mod fault_proxy;
 pub mod forgeries;
+pub mod http_server;
 pub mod key_server;
 pub mod keys;
 pub mod response;

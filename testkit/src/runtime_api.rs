@@ -6,24 +6,26 @@
 //! `POST .../invocation/{id}/response` (or `/error`, or `.../init/error`).
 //!
 //! It records how many invocations were in flight at once, as Lambda Managed
-//! Instances would see them, and keeps every line the function writes.
-//! (`scripts/lib/runtime_api.py` is the benchmark's stand-in: the benchmark
-//! drives the function from Python, outside any test binary.)
+//! Instances would see them, when init ended and when each event was handed
+//! out and answered, and keeps every line the function writes. The tests and
+//! the benchmark (`cargo xtask bench`) share it.
 
 use std::collections::HashMap;
 use std::process::Stdio;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
+use hyper::body::Incoming;
+use hyper::{Method, Request, StatusCode};
 use serde_json::Value;
-use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
-use tokio::net::{TcpListener, TcpStream};
+use tokio::io::{AsyncBufReadExt, BufReader};
 use tokio::process::{Child, Command};
 use tokio::sync::{mpsc, oneshot, watch};
 use tokio::task::JoinHandle;
 
 use crate::TestResponse;
+use crate::http_server::{Reply, body_bytes, listen, respond, serve};
 
 const PREFIX: &str = "/2018-06-01/runtime";
 const FUNCTION_ARN: &str = "arn:aws:lambda:us-east-1:123456789012:function:plant-store";
@@ -42,14 +44,21 @@ enum Answer {
     Error(String),
 }
 
+/// An invocation handed out (or about to be), waiting for its answer.
+struct Waiting {
+    answered: oneshot::Sender<(Duration, Answer)>,
+    handed_out: Option<Instant>,
+}
+
 struct State {
     /// Waiting `/next` calls take events in turn (tokio's mutex is fair).
     queue: tokio::sync::Mutex<mpsc::UnboundedReceiver<Pending>>,
-    answers: Mutex<HashMap<String, oneshot::Sender<Answer>>>,
+    waiting: Mutex<HashMap<String, Waiting>>,
     in_flight: AtomicUsize,
     max_in_flight: AtomicUsize,
-    /// How init ended: the first `/next` (ready) or `/init/error`.
-    init: watch::Sender<Option<Result<(), String>>>,
+    /// How init ended: the first `/next` (ready, at that instant) or
+    /// `/init/error`.
+    init: watch::Sender<Option<Result<Instant, String>>>,
 }
 
 /// One execution environment: the Runtime API and the function's process.
@@ -60,6 +69,7 @@ pub struct LambdaProcess {
     output: Arc<Mutex<Vec<String>>>,
     child: Child,
     server: JoinHandle<()>,
+    init_duration: Duration,
 }
 
 /// The function's answer to one invocation, with the ids it was given.
@@ -68,23 +78,28 @@ pub struct Invoked {
     pub trace_id: String,
     /// The Lambda response document (`statusCode`, `headers`, `body`...).
     pub response: Value,
+    /// From the event handed out (the function's `/next` answered) to its
+    /// answer received: the invocation as Lambda bills it.
+    pub duration: Duration,
 }
 
 impl LambdaProcess {
     /// Starts `command` as Lambda starts a `bootstrap`: with only the Lambda
     /// environment and `env`; returns once it asks for its first event.
     pub async fn start(command: &[String], env: &[(String, String)]) -> Self {
-        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let address = listener.local_addr().unwrap().to_string();
+        let (listener, address) = listen().await;
         let (submit, queue) = mpsc::unbounded_channel();
         let state = Arc::new(State {
             queue: tokio::sync::Mutex::new(queue),
-            answers: Mutex::default(),
+            waiting: Mutex::default(),
             in_flight: AtomicUsize::new(0),
             max_in_flight: AtomicUsize::new(0),
             init: watch::channel(None).0,
         });
-        let server = tokio::spawn(accept(listener, state.clone()));
+        let server = serve(listener, {
+            let state = state.clone();
+            move |request| route(state.clone(), request)
+        });
 
         let mut child = Command::new(&command[0]);
         child
@@ -102,6 +117,7 @@ impl LambdaProcess {
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
             .kill_on_drop(true);
+        let started = Instant::now();
         let mut child = child
             .spawn()
             .unwrap_or_else(|error| panic!("cannot start {command:?}: {error}"));
@@ -118,12 +134,18 @@ impl LambdaProcess {
             output,
             child,
             server,
+            init_duration: Duration::ZERO,
         };
-        process.wait_until_ready(command, readers).await;
+        let ready = process.wait_until_ready(command, readers).await;
+        process.init_duration = ready - started;
         process
     }
 
-    async fn wait_until_ready(&mut self, command: &[String], readers: Vec<JoinHandle<()>>) {
+    async fn wait_until_ready(
+        &mut self,
+        command: &[String],
+        readers: Vec<JoinHandle<()>>,
+    ) -> Instant {
         let mut init = self.state.init.subscribe();
         let outcome = tokio::select! {
             outcome = tokio::time::timeout(ANSWER_TIMEOUT, init.wait_for(Option::is_some)) => {
@@ -134,7 +156,7 @@ impl LambdaProcess {
             }
         };
         let failure = match outcome {
-            Some(Some(Ok(()))) => return,
+            Some(Some(Ok(ready))) => return ready,
             Some(Some(Err(error))) => format!("failed its init: {error}"),
             _ => "never asked for an event".to_owned(),
         };
@@ -156,11 +178,13 @@ impl LambdaProcess {
         let request_id = format!("00000000-0000-4000-8000-{number:012}");
         let trace_id = format!("Root=1-6740e000-{number:024x};Parent={number:016x};Sampled=0");
         let (answered, answer) = oneshot::channel();
-        self.state
-            .answers
-            .lock()
-            .unwrap()
-            .insert(request_id.clone(), answered);
+        self.state.waiting.lock().unwrap().insert(
+            request_id.clone(),
+            Waiting {
+                answered,
+                handed_out: None,
+            },
+        );
         self.submit
             .send(Pending {
                 request_id: request_id.clone(),
@@ -168,7 +192,7 @@ impl LambdaProcess {
                 event: event.to_owned(),
             })
             .unwrap();
-        let answer = tokio::time::timeout(ANSWER_TIMEOUT, answer)
+        let (duration, answer) = tokio::time::timeout(ANSWER_TIMEOUT, answer)
             .await
             .unwrap_or_else(|_| panic!("no answer to {request_id} within {ANSWER_TIMEOUT:?}"))
             .unwrap();
@@ -177,15 +201,36 @@ impl LambdaProcess {
                 request_id,
                 trace_id,
                 response,
+                duration,
             },
             Answer::Error(error) => panic!("invocation {request_id} failed: {error}"),
         }
+    }
+
+    /// From the process's start to its first `/next`: Lambda's init phase.
+    pub fn init_duration(&self) -> Duration {
+        self.init_duration
     }
 
     /// The most invocations the function held at once (handed out, not yet
     /// answered).
     pub fn max_in_flight(&self) -> usize {
         self.state.max_in_flight.load(Ordering::SeqCst)
+    }
+
+    /// The function's process id.
+    pub fn pid(&self) -> u32 {
+        self.child.id().expect("the function is running")
+    }
+
+    /// The function's peak resident memory so far (`VmHWM`), in KiB.
+    pub fn peak_rss_kib(&self) -> u64 {
+        let status = std::fs::read_to_string(format!("/proc/{}/status", self.pid())).unwrap();
+        status
+            .lines()
+            .find_map(|line| line.strip_prefix("VmHWM:"))
+            .and_then(|value| value.trim().trim_end_matches("kB").trim().parse().ok())
+            .expect("VmHWM in /proc/PID/status")
     }
 
     /// Every line the function has written to stdout and stderr so far.
@@ -215,130 +260,68 @@ async fn keep_lines(stream: impl tokio::io::AsyncRead + Unpin, output: Arc<Mutex
     }
 }
 
-async fn accept(listener: TcpListener, state: Arc<State>) {
-    while let Ok((stream, _)) = listener.accept().await {
-        stream.set_nodelay(true).unwrap();
-        tokio::spawn(serve(stream, state.clone()));
-    }
-}
-
-/// One keep-alive connection from the runtime client: requests in turn.
-async fn serve(stream: TcpStream, state: Arc<State>) {
-    let (reader, mut writer) = stream.into_split();
-    let mut reader = BufReader::new(reader);
-    while let Some((method, path, body)) = read_request(&mut reader).await {
-        let (status, headers, body) = route(&state, &method, &path, body).await;
-        let mut head = format!("HTTP/1.1 {status} OK\r\ncontent-length: {}\r\n", body.len());
-        for (name, value) in headers {
-            head.push_str(&format!("{name}: {value}\r\n"));
-        }
-        head.push_str("\r\n");
-        let written = async {
-            writer.write_all(head.as_bytes()).await?;
-            writer.write_all(&body).await
-        };
-        if written.await.is_err() {
-            return;
-        }
-    }
-}
-
-/// Method, path and body of the next request (Content-Length or chunked).
-async fn read_request(
-    reader: &mut BufReader<tokio::net::tcp::OwnedReadHalf>,
-) -> Option<(String, String, Vec<u8>)> {
-    let mut line = String::new();
-    reader
-        .read_line(&mut line)
-        .await
-        .ok()
-        .filter(|&read| read > 0)?;
-    let mut request_line = line.split_whitespace();
-    let method = request_line.next()?.to_owned();
-    let path = request_line.next()?.to_owned();
-    let (mut length, mut chunked) = (0, false);
-    loop {
-        line.clear();
-        reader
-            .read_line(&mut line)
-            .await
-            .ok()
-            .filter(|&read| read > 0)?;
-        let Some((name, value)) = line.trim_end().split_once(':') else {
-            break; // the empty line after the headers
-        };
-        match name.to_ascii_lowercase().as_str() {
-            "content-length" => length = value.trim().parse().ok()?,
-            "transfer-encoding" => chunked = value.trim().eq_ignore_ascii_case("chunked"),
-            _ => {}
-        }
-    }
-    let mut body = Vec::new();
-    if chunked {
-        loop {
-            line.clear();
-            reader.read_line(&mut line).await.ok()?;
-            let size = usize::from_str_radix(line.trim(), 16).ok()?;
-            let mut chunk = vec![0; size + 2]; // the chunk and its CRLF
-            reader.read_exact(&mut chunk).await.ok()?;
-            if size == 0 {
-                break;
-            }
-            body.extend_from_slice(&chunk[..size]);
-        }
-    } else {
-        body.resize(length, 0);
-        reader.read_exact(&mut body).await.ok()?;
-    }
-    Some((method, path, body))
-}
-
-type Reply = (u16, Vec<(&'static str, String)>, Vec<u8>);
-
-async fn route(state: &State, method: &str, path: &str, body: Vec<u8>) -> Reply {
-    let accepted = || (202, Vec::new(), br#"{"status":"OK"}"#.to_vec());
+/// The Runtime API's routes; anything else is a 404.
+async fn route(state: Arc<State>, request: Request<Incoming>) -> Reply {
+    let method = request.method().clone();
+    let path = request.uri().path().to_owned();
     let parts: Vec<&str> = path
         .strip_prefix(PREFIX)
         .unwrap_or_default()
         .trim_matches('/')
         .split('/')
         .collect();
-    let text = || String::from_utf8_lossy(&body).into_owned();
-    match (method, parts.as_slice()) {
-        ("GET", ["invocation", "next"]) => next_invocation(state).await,
-        ("POST", ["invocation", request_id, outcome @ ("response" | "error")]) => {
+    let accepted = || respond(StatusCode::ACCEPTED, &[], r#"{"status":"OK"}"#);
+    let response = match (method, parts.as_slice()) {
+        (Method::GET, ["invocation", "next"]) => next_invocation(&state).await,
+        (Method::POST, ["invocation", request_id, outcome @ ("response" | "error")]) => {
+            let body = body_bytes(request.into_body()).await;
             let answer = if *outcome == "response" {
                 match serde_json::from_slice(&body) {
                     Ok(response) => Answer::Response(response),
-                    Err(_) => Answer::Error(format!("a response that is not JSON: {}", text())),
+                    Err(_) => Answer::Error(format!(
+                        "a response that is not JSON: {}",
+                        String::from_utf8_lossy(&body)
+                    )),
                 }
             } else {
-                Answer::Error(text())
+                Answer::Error(String::from_utf8_lossy(&body).into_owned())
             };
-            let Some(waiting) = state.answers.lock().unwrap().remove(*request_id) else {
-                return (400, Vec::new(), b"unknown request id".to_vec());
-            };
-            state.in_flight.fetch_sub(1, Ordering::SeqCst);
-            let _ = waiting.send(answer);
+            match state.waiting.lock().unwrap().remove(*request_id) {
+                Some(Waiting {
+                    answered,
+                    handed_out: Some(handed_out),
+                }) => {
+                    state.in_flight.fetch_sub(1, Ordering::SeqCst);
+                    let _ = answered.send((handed_out.elapsed(), answer));
+                    accepted()
+                }
+                _ => respond(StatusCode::BAD_REQUEST, &[], "unknown request id"),
+            }
+        }
+        (Method::POST, ["init", "error"]) => {
+            let body = body_bytes(request.into_body()).await;
+            state
+                .init
+                .send_replace(Some(Err(String::from_utf8_lossy(&body).into_owned())));
             accepted()
         }
-        ("POST", ["init", "error"]) => {
-            state.init.send_replace(Some(Err(text())));
-            accepted()
-        }
-        _ => (404, Vec::new(), b"not found".to_vec()),
-    }
+        _ => respond(StatusCode::NOT_FOUND, &[], "not found"),
+    };
+    Reply::Respond(response)
 }
 
 /// Long-polls for the next event, as Lambda does: the answer waits until
 /// there is one.
-async fn next_invocation(state: &State) -> Reply {
+async fn next_invocation(state: &State) -> hyper::Response<crate::http_server::Body> {
     state
         .init
-        .send_if_modified(|init| init.is_none() && init.replace(Ok(())).is_none());
+        .send_if_modified(|init| init.is_none() && init.replace(Ok(Instant::now())).is_none());
     let Some(pending) = state.queue.lock().await.recv().await else {
-        return (410, Vec::new(), Vec::new());
+        return respond(StatusCode::GONE, &[], "");
     };
+    if let Some(waiting) = state.waiting.lock().unwrap().get_mut(&pending.request_id) {
+        waiting.handed_out = Some(Instant::now());
+    }
     let in_flight = state.in_flight.fetch_add(1, Ordering::SeqCst) + 1;
     state.max_in_flight.fetch_max(in_flight, Ordering::SeqCst);
     let deadline_ms = SystemTime::now()
@@ -346,7 +329,7 @@ async fn next_invocation(state: &State) -> Reply {
         .unwrap()
         .as_millis()
         + ANSWER_TIMEOUT.as_millis();
-    let headers = vec![
+    let headers = [
         ("content-type", "application/json".to_owned()),
         ("lambda-runtime-aws-request-id", pending.request_id),
         ("lambda-runtime-deadline-ms", deadline_ms.to_string()),
@@ -356,5 +339,5 @@ async fn next_invocation(state: &State) -> Reply {
         ),
         ("lambda-runtime-trace-id", pending.trace_id),
     ];
-    (200, headers, pending.event.into_bytes())
+    respond(StatusCode::OK, &headers, pending.event)
 }
