@@ -1,15 +1,14 @@
-//! Where the tests' DynamoDB Local is. `scripts/test` starts one and sets
+//! Where the tests' DynamoDB Local is. `cargo xtask test` starts one and sets
 //! `AWS_ENDPOINT_URL_DYNAMODB`; under plain `cargo test` nothing is set, and
 //! the first test that needs the store starts one for this test binary (in
-//! memory, on a free port of 127.0.0.1) with `scripts/lib/dynamodb-local`,
-//! which installs it into `.tools/` on first use. It is this binary's child
+//! memory, on a free port of 127.0.0.1) as `cargo xtask dev` does
+//! ([`xtask::dynamodb_local`]), installed into `.tools/` on first use. It is this binary's child
 //! and the kernel ends it when the binary exits (`PR_SET_PDEATHSIG`), also
 //! on a panic or Ctrl-C, so nothing is left behind.
 
 use std::net::{TcpListener, TcpStream};
 use std::os::unix::process::CommandExt;
-use std::path::Path;
-use std::process::{Command, Stdio};
+use std::process::Stdio;
 use std::sync::OnceLock;
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
@@ -34,19 +33,17 @@ fn start() -> String {
         .and_then(|listener| listener.local_addr())
         .expect("a free port on 127.0.0.1")
         .port();
-    let root = Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap();
-    let log = root
+    let log = xtask::root()
         .join("target")
         .join(format!("dynamodb-local-{port}.log"));
     // The death signal follows the thread that spawned the child, so a
     // thread that lives as long as the process spawns it.
     let (started, exited) = mpsc::channel();
-    let launcher = root.join("scripts/lib/dynamodb-local");
+    let mut command = xtask::dynamodb_local::command(port, None)
+        .unwrap_or_else(|error| panic!("cannot start DynamoDB Local: {error}"));
     let log_file = std::fs::File::create(&log).expect("the log file");
     std::thread::spawn(move || {
-        let mut command = Command::new(launcher);
         command
-            .arg(port.to_string())
             .stdin(Stdio::null())
             .stdout(log_file.try_clone().unwrap())
             .stderr(log_file);
@@ -60,7 +57,7 @@ fn start() -> String {
                 }
             });
         }
-        let mut child = command.spawn().expect("scripts/lib/dynamodb-local runs");
+        let mut child = command.spawn().expect("java runs DynamoDB Local");
         let status = child.wait();
         let _ = started.send(status);
         loop {

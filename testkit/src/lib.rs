@@ -16,17 +16,16 @@ pub mod dynamodb_local;
 pub mod event;
 pub mod fault_proxy;
 pub mod forgeries;
-pub mod http_server;
 pub mod key_server;
 pub mod keys;
 pub mod response;
-pub mod runtime_api;
 pub mod sam_local;
 
 pub use app::TestApp;
 pub use dynamodb::{CallCounter, counted_dynamodb_client, dynamodb_client};
 pub use event::ApiGatewayEvent;
 pub use keys::{TestKeys, bearer, keys, token, token_rules, verifier};
+pub use plant_store_stand_in::{http_server, runtime_api};
 pub use response::{TestResponse, assert_accepted, assert_refused};
 
 pub const ISSUER: &str = "https://issuer.plant-store.test";

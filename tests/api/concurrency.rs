@@ -341,7 +341,11 @@ async fn serve_the_mix(max_concurrency: Option<usize>) -> usize {
 
     let answers: Vec<_> = kinds
         .into_iter()
-        .zip(invoked.iter().map(Invoked::http))
+        .zip(
+            invoked
+                .iter()
+                .map(|call| TestResponse::from_lambda_response(&call.response)),
+        )
         .collect();
     assert_contract_answers(&app, &answers).await;
     assert_one_whole_line_per_request(&function, &invoked);
@@ -391,7 +395,11 @@ async fn concurrent_unknown_kids_share_one_fetch_and_refetch_at_most_once_per_in
         &rotated,
     ])));
     let answers = invoke_all(&function, &posts_signed_by(&rotated, 1..=16)).await;
-    assert!(answers.iter().all(|call| call.http().status == 200));
+    assert!(
+        answers
+            .iter()
+            .all(|call| TestResponse::from_lambda_response(&call.response).status == 200)
+    );
     assert_eq!(server.fetches(), 2, "concurrent misses share one fetch");
 
     // Within the refetch interval (10 s), 16 more unknown kids at once cause
@@ -399,7 +407,7 @@ async fn concurrent_unknown_kids_share_one_fetch_and_refetch_at_most_once_per_in
     let unknown = DevKey::generate(Algorithm::EdDSA).unwrap();
     let answers = invoke_all(&function, &posts_signed_by(&unknown, 17..=32)).await;
     for call in &answers {
-        call.http().assert_error(401, "token");
+        TestResponse::from_lambda_response(&call.response).assert_error(401, "token");
     }
     assert_eq!(server.fetches(), 2, "no refetch within the interval");
     assert!(function.max_in_flight() > 1);

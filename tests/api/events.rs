@@ -16,7 +16,7 @@ use std::path::{Path, PathBuf};
 use futures::StreamExt;
 use plant_store_testkit::runtime_api::LambdaProcess;
 use plant_store_testkit::sam_local::SamLocal;
-use plant_store_testkit::{TestApp, token};
+use plant_store_testkit::{TestApp, TestResponse, token};
 use serde_json::Value;
 
 const EVENTS_OWNER: &str = "events-user";
@@ -68,7 +68,7 @@ async fn replay(event_path: &Path, via: Via<'_>) -> Vec<String> {
         Via::Bootstrap => {
             let function =
                 LambdaProcess::start(&crate::bootstrap_command(), &app.function_env()).await;
-            function.invoke(&event).await.http()
+            TestResponse::from_lambda_response(&function.invoke(&event).await.response)
         }
         Via::SamLocalInvoke(sam) => sam.invoke(&event, &app.function_env()).await,
     };

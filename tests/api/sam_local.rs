@@ -4,8 +4,10 @@
 //! [`crate::events`]). SAM does not emulate JWT authorizers: the function
 //! verifies tokens itself, so its 401s hold here too.
 //!
-//! These need what scripts/test sets up (testkit's `sam_local`); elsewhere
-//! they print why they are skipped.
+//! These need what the full run (`cargo xtask test`) sets up (testkit's
+//! `sam_local`); elsewhere they print why they are skipped. The full run
+//! sets PLANT_STORE_SAM_LOCAL_REQUIRED when it runs them: a skip is then a
+//! failure.
 
 use std::io::Write;
 
@@ -15,11 +17,14 @@ use plant_store_testkit::{
 };
 use serde_json::{Value, json};
 
-/// `sam local` as scripts/test prepared it, or `None` elsewhere, with the
+/// `sam local` as the full run prepared it, or `None` elsewhere, with the
 /// reason on stderr (written directly: the test harness captures eprintln!).
 pub fn sam_local_or_skip(test: &str) -> Option<SamLocal> {
     match SamLocal::from_env() {
         Ok(sam) => Some(sam),
+        Err(reason) if std::env::var_os("PLANT_STORE_SAM_LOCAL_REQUIRED").is_some() => {
+            panic!("{test} cannot run, and the full run requires it: {reason}")
+        }
         Err(reason) => {
             let _ = writeln!(std::io::stderr(), "skipped {test}: {reason}");
             None

@@ -24,7 +24,6 @@ use tokio::process::{Child, Command};
 use tokio::sync::{mpsc, oneshot, watch};
 use tokio::task::JoinHandle;
 
-use crate::TestResponse;
 use crate::http_server::{Reply, body_bytes, listen, respond, serve};
 
 const PREFIX: &str = "/2018-06-01/runtime";
@@ -243,13 +242,6 @@ impl Drop for LambdaProcess {
     fn drop(&mut self) {
         let _ = self.child.start_kill();
         self.server.abort();
-    }
-}
-
-impl Invoked {
-    /// The HTTP response inside the Lambda response document.
-    pub fn http(&self) -> TestResponse {
-        TestResponse::from_lambda_response(&self.response)
     }
 }
 

@@ -1,0 +1,8 @@
+//! What AWS runs around the function, stood in for on 127.0.0.1:
+//! [`runtime_api`], the Lambda Runtime API that starts the function's
+//! binary and hands it events (the tests' and the benchmark's), on
+//! [`http_server`], the one HTTP/1.1 server of every stand-in here and in
+//! the test kit.
+
+pub mod http_server;
+pub mod runtime_api;

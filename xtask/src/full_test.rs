@@ -1,0 +1,157 @@
+//! `cargo xtask test`: every check, as CI runs it (`scripts/test`). The SAM
+//! template's linters and its safety checks; formatting, lints, unit and
+//! integration tests (against a DynamoDB Local started here); the deployment
+//! artifact (`sam build`'s arm64 bootstrap, every event in events/ replayed
+//! through it under qemu-user, then in the Lambda container under `sam local
+//! invoke` and `sam local start-api`); the contract tests against both local
+//! stacks; the benchmark in its smoke mode; and a short fuzzing run of each
+//! target. Installs what it needs into .tools/ on first use.
+
+use std::process::{Command, Stdio};
+
+use xtask::process::{Scope, free_port, run, run_logged};
+use xtask::tools::{ensure_python_tools, ensure_qemu_arm64};
+use xtask::{Result, log, tools_dir};
+
+use crate::contract::{Target, contract_test};
+use crate::sam_local::SamLocal;
+use crate::stack::{Stack, sam_build};
+
+fn number(name: &str, default: usize) -> Result<usize> {
+    match std::env::var(name) {
+        Ok(value) => Ok(value
+            .parse()
+            .map_err(|_| format!("{name} must be a number"))?),
+        Err(_) => Ok(default),
+    }
+}
+
+pub fn full_test() -> Result {
+    ensure_python_tools()?;
+    std::fs::create_dir_all(tools_dir())?;
+    let cargo_test_log = tools_dir().join("cargo-test.log");
+    {
+        let _scope = Scope::new();
+        let stack = Stack::with_dynamodb_local(free_port(), None)?;
+
+        log!("template: cfn-lint and sam validate --lint");
+        run(Command::new("cfn-lint").arg("template.yaml"))?;
+        run(Command::new("sam")
+            .args(["validate", "--lint", "--template", "template.yaml"])
+            .stdout(Stdio::null()))?;
+        log!("template: what matters for safety and cost (tests/template_test.py)");
+        run(Command::new("python3").arg("tests/template_test.py"))?;
+
+        log!("cargo fmt --check");
+        run(Command::new("cargo").args(["fmt", "--all", "--", "--check"]))?;
+        log!("cargo clippy");
+        run(Command::new("cargo").args([
+            "clippy",
+            "--workspace",
+            "--all-targets",
+            "--locked",
+            "--",
+            "-D",
+            "warnings",
+        ]))?;
+        log!("cargo test");
+        run_logged(
+            stack
+                .command("cargo")
+                .args(["test", "--workspace", "--locked"])
+                .stderr(Stdio::inherit()),
+            &cargo_test_log,
+        )?;
+
+        log!(
+            "the deployment artifact: sam build's arm64 bootstrap, every event through it under qemu-user"
+        );
+        let artifact = sam_build()?;
+        let mut bootstrap = ensure_qemu_arm64()?;
+        bootstrap.push(artifact.bootstrap.display().to_string());
+        run_required_tests(
+            stack
+                .command("cargo")
+                .env("PLANT_STORE_BOOTSTRAP", bootstrap.join(" ")),
+            &["events::every_sample_event_gets_its_expected_response_from_the_bootstrap"],
+            "artifact-test",
+        )?;
+
+        log!(
+            "sam local: every HTTP API event through sam local invoke, the contract through sam local start-api"
+        );
+        let sam = SamLocal::prepare(stack.dynamodb_port)?;
+        run_required_tests(
+            stack
+                .command("cargo")
+                .envs(sam.env())
+                .env("PLANT_STORE_SAM_LOCAL_OPTIONS", sam.options.join(" "))
+                .env("PLANT_STORE_SAM_LOCAL_DYNAMODB", &sam.dynamodb_url)
+                .env("PLANT_STORE_SAM_LOCAL_REQUIRED", "1"),
+            &[
+                "events::every_http_api_event_gets_its_expected_response_through_sam_local_invoke",
+                "sam_local::the_contract_holds_through_sam_local_start_api",
+            ],
+            "sam-local-test",
+        )?;
+    }
+
+    log!("contract tests against the function under cargo lambda watch");
+    contract_test(Target::CargoLambda, number("ST_MAX_EXAMPLES", 100)?)?;
+    log!(
+        "contract tests against sam local start-api (fewer examples: each request crosses the emulator)"
+    );
+    contract_test(Target::SamLocal, number("ST_SAM_LOCAL_MAX_EXAMPLES", 25)?)?;
+
+    log!("benchmark smoke run (debug build, a few iterations, no timing asserted)");
+    crate::bench::bench(true)?;
+
+    log!("fuzzing smoke run (30 s per target, unoptimised build)");
+    let fuzz_build = std::env::var("FUZZ_BUILD").unwrap_or_else(|_| "dev".into());
+    crate::fuzz::fuzz(number("FUZZ_SECONDS", 30)? as u64, &fuzz_build)?;
+
+    // One closing line with the totals of every cargo test binary.
+    let (mut passed, mut failed) = (0, 0);
+    for line in std::fs::read_to_string(&cargo_test_log)?.lines() {
+        if let Some(result) = line.strip_prefix("test result: ") {
+            let count = |word: &str| {
+                result
+                    .split(';')
+                    .find_map(|part| part.trim().strip_suffix(word))
+                    .and_then(|count| count.trim().rsplit(' ').next()?.parse::<usize>().ok())
+                    .unwrap_or(0)
+            };
+            passed += count(" passed");
+            failed += count(" failed");
+        }
+    }
+    println!("cargo test: {passed} passed, {failed} failed");
+    Ok(())
+}
+
+/// Runs exactly these tests of the api binary; an error unless every one of
+/// them ran and passed.
+fn run_required_tests(cargo: &mut Command, tests: &[&str], log_name: &str) -> Result {
+    let log_file = tools_dir().join(format!("{log_name}.log"));
+    run_logged(
+        cargo
+            .args([
+                "test",
+                "--locked",
+                "--package",
+                "plant-store",
+                "--test",
+                "api",
+                "--",
+                "--exact",
+            ])
+            .args(tests)
+            .stderr(Stdio::inherit()),
+        &log_file,
+    )?;
+    let wanted = format!("test result: ok. {} passed", tests.len());
+    if !std::fs::read_to_string(&log_file)?.contains(&wanted) {
+        return Err(format!("expected \"{wanted}\" in {}", log_file.display()).into());
+    }
+    Ok(())
+}

@@ -1,0 +1,448 @@
+//! `sam local` on this machine: a container engine, arm64 emulation, the
+//! Lambda base image made here from Debian's packages, and DynamoDB Local
+//! reachable from the containers. Nothing here pulls an image or opens a
+//! port beyond this machine (docs/sam-local.md). Everything it starts or
+//! changes is undone when the task ends ([`xtask::process::on_exit`]).
+
+use std::io::Write;
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::time::Duration;
+
+use xtask::process::{Started, Stop, on_exit, output, run, start, succeeds};
+use xtask::tools::{ensure_qemu_arm64, new_temp_dir, unpack_debian_packages};
+use xtask::{Result, log, root, tools_dir};
+
+use crate::stack::{Stack, start_haproxy, wait_for_function};
+
+/// Debian's container engine, unpacked (not installed) into .tools/engine.
+const ENGINE_PACKAGES: [&str; 4] = ["docker.io", "containerd", "runc", "tini"];
+const LAMBDA_BASE_REPOSITORY: &str = "plant-store-lambda-base";
+/// The parts of AWS's provided.al2023 image (arm64) that the function and
+/// SAM's emulator use, from Debian's arm64 packages: glibc, and busybox for
+/// a shell and the few tools SAM's image build runs.
+const BASE_IMAGE_PACKAGES: [&str; 2] = ["busybox-static:arm64", "libc6:arm64"];
+const BASE_IMAGE_TOOLS: [&str; 8] = ["sh", "mv", "chmod", "cp", "rm", "ls", "cat", "mkdir"];
+/// Where Amazon Linux keeps the CA bundle.
+const BASE_IMAGE_CA_BUNDLE: &str = "etc/pki/tls/certs/ca-bundle.crt";
+const BASE_IMAGE_DIRS: [&str; 4] = ["var/task", "var/runtime", "opt", "tmp"];
+
+/// What `sam local` needs here, ready: the engine's address, the options
+/// every `sam local` command takes, and DynamoDB Local's URL as the
+/// containers reach it.
+pub struct SamLocal {
+    docker_host: Option<String>,
+    path: String,
+    pub options: Vec<String>,
+    pub dynamodb_url: String,
+}
+
+impl SamLocal {
+    /// The engine, emulation, base image and forward to DynamoDB Local on
+    /// 127.0.0.1:`dynamodb_port`, after `sam build`.
+    pub fn prepare(dynamodb_port: u16) -> Result<Self> {
+        let mut sam = ensure_container_engine()?;
+        ensure_arm64_emulation()?;
+        let image = sam.ensure_lambda_base_image()?;
+        sam.dynamodb_url = sam.forward_from_bridge(dynamodb_port)?;
+        sam.options = [
+            "--template",
+            &root()
+                .join(".aws-sam/build/template.yaml")
+                .display()
+                .to_string(),
+            "--invoke-image",
+            &image,
+            "--skip-pull-image",
+            "--container-host-interface",
+            "127.0.0.1",
+            "--parameter-overrides",
+            "CreateUserPool=false",
+        ]
+        .map(String::from)
+        .to_vec();
+        Ok(sam)
+    }
+
+    /// A command that reaches the engine (DOCKER_HOST, and Debian's
+    /// binaries first on PATH when they are the ones running).
+    pub fn command(&self, program: &str) -> Command {
+        let mut command = Command::new(program);
+        command.env("PATH", &self.path);
+        if let Some(host) = &self.docker_host {
+            command.env("DOCKER_HOST", host);
+        }
+        command
+    }
+
+    /// The environment `sam local` and the tests that run it need.
+    pub fn env(&self) -> Vec<(String, String)> {
+        let mut env = vec![("PATH".to_owned(), self.path.clone())];
+        if let Some(host) = &self.docker_host {
+            env.push(("DOCKER_HOST".to_owned(), host.clone()));
+        }
+        env
+    }
+
+    fn docker(&self) -> Command {
+        self.command("docker")
+    }
+
+    /// The base image's name, building it once: its tag is a hash of its
+    /// recipe, so a changed recipe builds a new image.
+    fn ensure_lambda_base_image(&self) -> Result<String> {
+        let recipe = format!(
+            "{BASE_IMAGE_PACKAGES:?} {BASE_IMAGE_TOOLS:?} {BASE_IMAGE_CA_BUNDLE} {BASE_IMAGE_DIRS:?}"
+        );
+        let image = format!(
+            "{LAMBDA_BASE_REPOSITORY}:provided.al2023-arm64-{}",
+            &sha256(&recipe)?[..12]
+        );
+        if succeeds(self.docker().args(["image", "inspect", &image])) {
+            return Ok(image);
+        }
+        log!("building the Lambda base image {image} from Debian's arm64 packages");
+        let context = new_temp_dir("base-image")?;
+        let rootfs = context.join("rootfs");
+        lambda_base_rootfs(&rootfs)?;
+        run(Command::new("tar")
+            .args(["--numeric-owner", "--owner=0", "--group=0", "-C"])
+            .arg(&rootfs)
+            .arg("-cf")
+            .arg(context.join("rootfs.tar"))
+            .arg("."))?;
+        std::fs::write(
+            context.join("Dockerfile"),
+            "FROM scratch\nADD rootfs.tar /\n",
+        )?;
+        // FROM scratch pulls nothing; --platform records the image as arm64,
+        // so that no engine goes looking for it in a registry.
+        output(
+            self.docker()
+                .args([
+                    "build",
+                    "--quiet",
+                    "--platform",
+                    "linux/arm64",
+                    "-t",
+                    &image,
+                ])
+                .arg(&context)
+                .env("DOCKER_BUILDKIT", "0"),
+        )?;
+        std::fs::remove_dir_all(&context)?;
+        // Earlier recipes' images, and SAM's invoke image built on one of
+        // them: its name does not change with the base image, so SAM would
+        // keep using it.
+        let images = output(self.docker().args([
+            "images",
+            LAMBDA_BASE_REPOSITORY,
+            "--format",
+            "{{.Repository}}:{{.Tag}}",
+        ]))?;
+        for old in images.lines().filter(|old| *old != image) {
+            output(self.docker().args(["rmi", "-f", old]))?;
+        }
+        Ok(image)
+    }
+
+    /// Makes DynamoDB Local (127.0.0.1:`port`) reachable from the
+    /// containers; returns the URL they use. On Docker Desktop that is
+    /// host.docker.internal; on Linux, the bridge's gateway address, where
+    /// haproxy (TCP) forwards to 127.0.0.1: DynamoDB Local itself never
+    /// listens beyond the loopback.
+    fn forward_from_bridge(&self, port: u16) -> Result<String> {
+        let system = output(
+            self.docker()
+                .args(["info", "--format", "{{.OperatingSystem}}"]),
+        )?;
+        if system.contains("Docker Desktop") {
+            return Ok(format!("http://host.docker.internal:{port}"));
+        }
+        let inspect = |format: &str| {
+            output(
+                self.docker()
+                    .args(["network", "inspect", "bridge", "--format", format]),
+            )
+        };
+        let mut gateway = inspect("{{range .IPAM.Config}}{{.Gateway}}{{end}}")?;
+        if gateway.is_empty() {
+            // Some engines leave it out: take the bridge interface's own address.
+            let bridge = inspect(r#"{{index .Options "com.docker.network.bridge.name"}}"#)?;
+            let bridge = if bridge.is_empty() {
+                "docker0".to_owned()
+            } else {
+                bridge
+            };
+            let addresses =
+                output(Command::new("ip").args(["-4", "-o", "addr", "show", "dev", &bridge]))?;
+            gateway = addresses
+                .split_whitespace()
+                .nth(3)
+                .and_then(|address| address.split('/').next())
+                .unwrap_or_default()
+                .to_owned();
+        }
+        if gateway.is_empty() {
+            return Err("found no gateway address of the engine's bridge network".into());
+        }
+        log!(
+            "forwarding {gateway}:{port} (the containers' gateway) to DynamoDB Local on 127.0.0.1:{port}"
+        );
+        start_haproxy(
+            &format!("{gateway}:{port}"),
+            port,
+            &tools_dir().join("sam-local"),
+            &format!("http://{gateway}:{port}/"),
+            &[],
+        )?;
+        Ok(format!("http://{gateway}:{port}"))
+    }
+
+    /// The `--env-vars` file for the function as the stack configured it,
+    /// with the endpoint the containers reach. `sam local` applies only
+    /// variables the template declares.
+    pub fn write_env_vars(&self, stack: &Stack, file: &Path) -> Result {
+        let mut variables = serde_json::Map::new();
+        for name in ["PLANTS_TABLE", "AUTH_ISSUER", "AUTH_AUDIENCE", "AUTH_JWKS"] {
+            variables.insert(name.to_owned(), stack.get(name).into());
+        }
+        variables.insert(
+            "AWS_ENDPOINT_URL_DYNAMODB".to_owned(),
+            self.dynamodb_url.clone().into(),
+        );
+        let document = serde_json::json!({ "PlantsFunction": variables });
+        std::fs::create_dir_all(file.parent().unwrap())?;
+        Ok(std::fs::write(file, document.to_string())?)
+    }
+
+    /// `sam local start-api` on 127.0.0.1:`port`, with one warm container
+    /// started at once (EAGER) and no file watching, once the function
+    /// answers. Stopped with SIGTERM, on which SAM removes its containers.
+    pub fn start_api(&self, stack: &Stack, port: u16, output: Option<&Path>) -> Result<Started> {
+        let env_file = tools_dir().join(format!("sam-local/env-{port}.json"));
+        self.write_env_vars(stack, &env_file)?;
+        let mut command = stack.command("sam");
+        command
+            .args(["local", "start-api"])
+            .args(&self.options)
+            .arg("--env-vars")
+            .arg(&env_file)
+            .args(["--host", "127.0.0.1", "--port", &port.to_string()])
+            .args(["--warm-containers", "EAGER", "--no-watch"])
+            .envs(self.env());
+        if let Some(path) = output {
+            let file = std::fs::File::create(path)?;
+            command.stdout(file.try_clone()?).stderr(file);
+        }
+        let api = start(
+            "sam local start-api",
+            &mut command,
+            Stop::terminate(Duration::from_secs(30)),
+        )?;
+        wait_for_function(port, &api, Duration::from_secs(300))?;
+        Ok(api)
+    }
+}
+
+fn sha256(text: &str) -> Result<String> {
+    let mut child = Command::new("sha256sum")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()?;
+    child.stdin.take().unwrap().write_all(text.as_bytes())?;
+    let printed = child.wait_with_output()?;
+    Ok(String::from_utf8_lossy(&printed.stdout)
+        .chars()
+        .take(64)
+        .collect())
+}
+
+/// An engine that answers: the user's own if `docker info` reaches one;
+/// otherwise (as root) Debian's docker.io, with its state under .tools/ and
+/// its run state in a temporary folder, without NAT, IP forwarding or DNS
+/// beyond the machine. Only an engine started here is stopped at the end.
+fn ensure_container_engine() -> Result<SamLocal> {
+    let path = std::env::var("PATH").unwrap_or_default();
+    let mut sam = SamLocal {
+        docker_host: std::env::var("DOCKER_HOST").ok(),
+        path,
+        options: Vec::new(),
+        dynamodb_url: String::new(),
+    };
+    let answers = |sam: &SamLocal| succeeds(sam.command("timeout").args(["10", "docker", "info"]));
+    if answers(&sam) {
+        log!(
+            "using the container engine that answers at {}",
+            sam.docker_host.as_deref().unwrap_or("the default socket")
+        );
+        on_exit({
+            let docker = sam.command("docker");
+            move || remove_lambda_containers(docker)
+        });
+        return Ok(sam);
+    }
+    // SAFETY: getuid has no preconditions.
+    if unsafe { libc::getuid() } != 0 {
+        return Err("no container engine answers, and starting one needs root".into());
+    }
+    let engine_dir = tools_dir().join("engine");
+    if !engine_dir.join("usr/sbin/dockerd").exists() {
+        log!(
+            "fetching Debian's container engine: {}",
+            ENGINE_PACKAGES.join(" ")
+        );
+        let _ = std::fs::remove_dir_all(&engine_dir);
+        unpack_debian_packages(&engine_dir, &ENGINE_PACKAGES)?;
+    }
+    sam.path = format!(
+        "{}:{}:{}",
+        engine_dir.join("usr/bin").display(),
+        engine_dir.join("usr/sbin").display(),
+        sam.path
+    );
+    // Unix sockets live here: a short path, gone when the engine stops.
+    let run_dir = new_temp_dir("engine")?;
+    let host = format!("unix://{}/docker.sock", run_dir.display());
+    sam.docker_host = Some(host.clone());
+    let data = tools_dir().join("engine-data");
+    std::fs::create_dir_all(&data)?;
+    log!("starting Debian's Docker Engine (state in .tools/engine-data, no NAT)");
+    let log_file = std::fs::File::create(tools_dir().join("dockerd.log"))?;
+    let mut dockerd = sam.command("dockerd");
+    dockerd
+        .arg("--data-root")
+        .arg(&data)
+        .arg("--exec-root")
+        .arg(run_dir.join("exec"))
+        .arg("--pidfile")
+        .arg(run_dir.join("dockerd.pid"))
+        .args(["-H", &host])
+        .args([
+            "--iptables=false",
+            "--ip-masq=false",
+            "--ip-forward=false",
+            "--dns",
+            "127.0.0.1",
+        ])
+        .stdout(log_file.try_clone()?)
+        .stderr(log_file);
+    // Registered before the engine starts, so it runs after the engine
+    // stops: the mounts a killed engine may leave (overlays, network
+    // namespaces), its bridge, its run folder.
+    on_exit({
+        let (data, run_dir) = (data.clone(), run_dir.clone());
+        move || remove_engine_leftovers(&data, &run_dir)
+    });
+    let engine = start(
+        "dockerd",
+        &mut dockerd,
+        Stop::terminate(Duration::from_secs(30)),
+    )?;
+    // Registered after it: runs first, while the engine still answers.
+    on_exit({
+        let docker = sam.command("docker");
+        move || remove_lambda_containers(docker)
+    });
+    for _ in 0..120 {
+        if succeeds(sam.command("docker").arg("info")) {
+            return Ok(sam);
+        }
+        if !engine.is_running() {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(500));
+    }
+    let log = std::fs::read_to_string(tools_dir().join("dockerd.log")).unwrap_or_default();
+    Err(format!("the container engine did not start:\n{log}").into())
+}
+
+/// Removes what `sam local` ran from the base image (SAM removes its own
+/// containers when it stops cleanly; this also covers a killed run).
+fn remove_lambda_containers(mut docker: Command) {
+    let Ok(listed) = output(docker.args(["ps", "-a", "--format", "{{.ID}} {{.Image}}"])) else {
+        return;
+    };
+    let prefix = format!("{LAMBDA_BASE_REPOSITORY}:");
+    for line in listed.lines() {
+        if let Some((id, image)) = line.split_once(' ')
+            && image.starts_with(&prefix)
+        {
+            let mut remove = Command::new(docker.get_program());
+            remove.envs(
+                docker
+                    .get_envs()
+                    .filter_map(|(name, value)| Some((name, value?))),
+            );
+            let _ = output(remove.args(["rm", "-f", id]));
+        }
+    }
+}
+
+fn remove_engine_leftovers(data: &Path, run_dir: &Path) {
+    let mounts = output(Command::new("findmnt").args(["-rn", "-o", "TARGET"])).unwrap_or_default();
+    let mut ours: Vec<&str> = mounts
+        .lines()
+        .filter(|target| {
+            Path::new(target).starts_with(data) || Path::new(target).starts_with(run_dir)
+        })
+        .collect();
+    ours.sort_unstable_by(|a, b| b.cmp(a));
+    for target in ours {
+        let _ = output(Command::new("umount").args(["-l", target]));
+    }
+    let _ = output(Command::new("ip").args(["link", "delete", "docker0"]));
+    let _ = std::fs::remove_dir_all(run_dir);
+}
+
+/// On a host that is not arm64, registers qemu-user for arm64 ELF files
+/// with the kernel (binfmt_misc, flag F: the interpreter is opened now, so
+/// it also works inside containers), unless it already is; undone at the end.
+fn ensure_arm64_emulation() -> Result {
+    let binfmt = Path::new("/proc/sys/fs/binfmt_misc");
+    if std::env::consts::ARCH == "aarch64" || binfmt.join("qemu-aarch64").exists() {
+        return Ok(());
+    }
+    ensure_qemu_arm64()?;
+    if !binfmt.join("register").exists() {
+        run(Command::new("mount")
+            .args(["-t", "binfmt_misc", "binfmt_misc"])
+            .arg(binfmt))?;
+        on_exit(move || {
+            let _ = output(Command::new("umount").arg(binfmt));
+        });
+    }
+    log!("registering qemu-aarch64 with binfmt_misc");
+    let registration = std::fs::read("/usr/lib/binfmt.d/qemu-aarch64.conf")?;
+    std::fs::write(binfmt.join("register"), registration)?;
+    on_exit(move || {
+        let _ = std::fs::write(binfmt.join("qemu-aarch64"), "-1");
+    });
+    Ok(())
+}
+
+/// The base image's file tree in `rootfs`: Debian's arm64 packages
+/// unpacked, busybox's tools linked, the CA bundle where Amazon Linux keeps
+/// it, and the folders Lambda has.
+fn lambda_base_rootfs(rootfs: &Path) -> Result {
+    let foreign = output(Command::new("dpkg").arg("--print-foreign-architectures"))?;
+    if !foreign.lines().any(|architecture| architecture == "arm64") {
+        log!("adding Debian's arm64 architecture to apt (for the Lambda base image)");
+        run(Command::new("dpkg").args(["--add-architecture", "arm64"]))?;
+        run(Command::new("apt-get").args(["update", "-qq"]))?;
+    }
+    unpack_debian_packages(rootfs, &BASE_IMAGE_PACKAGES)?;
+    std::fs::remove_dir_all(rootfs.join("usr/share"))?;
+    for tool in BASE_IMAGE_TOOLS {
+        std::os::unix::fs::symlink("busybox", rootfs.join("bin").join(tool))?;
+    }
+    for dir in BASE_IMAGE_DIRS.iter().chain(&["etc/pki/tls/certs"]) {
+        std::fs::create_dir_all(rootfs.join(dir))?;
+    }
+    run(Command::new("chmod").arg("1777").arg(rootfs.join("tmp")))?;
+    std::fs::copy(
+        "/etc/ssl/certs/ca-certificates.crt",
+        rootfs.join(BASE_IMAGE_CA_BUNDLE),
+    )?;
+    Ok(())
+}

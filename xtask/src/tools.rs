@@ -1,0 +1,141 @@
+//! The tools the tasks use, installed on first use: Python-packaged tools
+//! in a virtual environment under `.tools/venv` (pinned in
+//! `xtask/requirements-tools.txt`), cargo-installed ones under
+//! `.tools/cargo`, and Debian's packages with apt-get (system-wide, or only
+//! unpacked into a folder).
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use crate::process::{run, succeeds};
+use crate::{Result, log, root, tools_dir};
+
+pub fn venv_bin() -> PathBuf {
+    tools_dir().join("venv/bin")
+}
+
+pub fn cargo_bin() -> PathBuf {
+    tools_dir().join("cargo/bin")
+}
+
+/// `PATH` with the tools' folders first: set once at the start of `main`.
+pub fn path_with_tools() -> String {
+    let path = std::env::var("PATH").unwrap_or_default();
+    format!("{}:{}:{path}", venv_bin().display(), cargo_bin().display())
+}
+
+/// cargo-lambda, cfn-lint, sam, Schemathesis and the OpenAPI validator,
+/// reinstalled only when the pinned list changes.
+pub fn ensure_python_tools() -> Result {
+    let requirements = root().join("xtask/requirements-tools.txt");
+    let stamp = tools_dir().join("venv/.requirements");
+    if std::fs::read(&requirements).ok() == std::fs::read(&stamp).ok() {
+        return Ok(());
+    }
+    log!(
+        "installing Python tools into .tools/venv (cargo-lambda, cfn-lint, aws-sam-cli, schemathesis)"
+    );
+    run(Command::new("python3")
+        .args(["-m", "venv"])
+        .arg(tools_dir().join("venv")))?;
+    run(Command::new(venv_bin().join("pip"))
+        .args(["install", "--quiet", "--disable-pip-version-check", "-r"])
+        .arg(&requirements))?;
+    std::fs::copy(&requirements, &stamp)?;
+    Ok(())
+}
+
+/// A crate's binary, installed with `cargo install` into `.tools/cargo`.
+pub fn ensure_cargo_tool(binary: &str, krate: &str, version: &str) -> Result {
+    if cargo_bin().join(binary).is_file() {
+        return Ok(());
+    }
+    log!("installing {krate} {version} into .tools/cargo");
+    run(Command::new("cargo")
+        .args([
+            "install",
+            "--quiet",
+            "--locked",
+            krate,
+            "--version",
+            version,
+            "--root",
+        ])
+        .arg(tools_dir().join("cargo")))
+}
+
+/// Installs Debian packages with apt-get.
+pub fn install_debian_packages(packages: &[&str]) -> Result {
+    log!("installing Debian packages: {}", packages.join(" "));
+    run(Command::new("apt-get").args(["update", "-qq"]))?;
+    run(Command::new("apt-get")
+        .args(["install", "-y", "-qq"])
+        .args(packages)
+        .env("DEBIAN_FRONTEND", "noninteractive"))
+}
+
+/// Downloads Debian packages with apt-get (its lists refreshed once if they
+/// lack one) and unpacks them into `destination`, without installing them.
+pub fn unpack_debian_packages(destination: &Path, packages: &[&str]) -> Result {
+    let debs = new_temp_dir("debs")?;
+    // apt-get downloads as the _apt user where it can write.
+    run(Command::new("chmod").arg("1777").arg(&debs))?;
+    let download = || {
+        succeeds(
+            Command::new("apt-get")
+                .args(["download", "-qq"])
+                .args(packages)
+                .current_dir(&debs),
+        )
+    };
+    if !download() {
+        run(Command::new("apt-get").args(["update", "-qq"]))?;
+        if !download() {
+            return Err(format!("apt-get download {} failed", packages.join(" ")).into());
+        }
+    }
+    std::fs::create_dir_all(destination)?;
+    for deb in std::fs::read_dir(&debs)? {
+        run(Command::new("dpkg-deb")
+            .arg("-x")
+            .arg(deb?.path())
+            .arg(destination))?;
+    }
+    std::fs::remove_dir_all(&debs)?;
+    Ok(())
+}
+
+/// A new empty folder in the system's temporary folder (short paths, for
+/// Unix sockets; readable by apt-get's download user).
+pub fn new_temp_dir(prefix: &str) -> Result<PathBuf> {
+    for attempt in 0.. {
+        let dir = std::env::temp_dir().join(format!(
+            "plant-store-{prefix}.{}.{attempt}",
+            std::process::id()
+        ));
+        if std::fs::create_dir(&dir).is_ok() {
+            return Ok(dir);
+        }
+    }
+    unreachable!()
+}
+
+/// haproxy, from Debian's packages.
+pub fn ensure_haproxy() -> Result {
+    if Path::new("/usr/sbin/haproxy").exists() {
+        return Ok(());
+    }
+    install_debian_packages(&["haproxy"])
+}
+
+/// The command prefix that runs an arm64 Linux binary here: qemu-user
+/// (static) with the arm64 C library's loader under /usr/aarch64-linux-gnu.
+pub fn ensure_qemu_arm64() -> Result<Vec<String>> {
+    let loader = Path::new("/usr/aarch64-linux-gnu/lib/ld-linux-aarch64.so.1");
+    if !succeeds(Command::new("qemu-aarch64-static").arg("--version")) || !loader.exists() {
+        install_debian_packages(&["qemu-user-static", "libc6-arm64-cross"])?;
+    }
+    Ok(["qemu-aarch64-static", "-L", "/usr/aarch64-linux-gnu"]
+        .map(String::from)
+        .to_vec())
+}
