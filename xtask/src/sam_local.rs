@@ -218,7 +218,7 @@ impl SamLocal {
 
     /// `sam local start-api` on 127.0.0.1:`port`, with one warm container
     /// started at once (EAGER) and no file watching, once the function
-    /// answers. Stopped with SIGTERM, on which SAM removes its containers.
+    /// answers.
     pub fn start_api(&self, stack: &Stack, port: u16, output: Option<&Path>) -> Result<Started> {
         let env_file = tools_dir().join(format!("sam-local/env-{port}.json"));
         self.write_env_vars(stack, &env_file)?;
@@ -235,10 +235,13 @@ impl SamLocal {
             let file = std::fs::File::create(path)?;
             command.stdout(file.try_clone()?).stderr(file);
         }
+        // SAM (1.170) takes over 30 s to end on SIGTERM or SIGINT with a
+        // warm container; the containers it leaves when killed are removed
+        // with the engine's other clean-up (remove_lambda_containers).
         let api = start(
             "sam local start-api",
             &mut command,
-            Stop::terminate(Duration::from_secs(30)),
+            Stop::terminate(Duration::from_secs(3)),
         )?;
         wait_for_function(port, &api, Duration::from_secs(300))?;
         Ok(api)
