@@ -7,15 +7,23 @@
 //! middle (parsing, and the rule that the same plant again is a retry while
 //! other content conflicts), and [`config`] what the environment says.
 //! `error` maps every failure to the contract's Error body in one place.
+//! The store and the edge over it need the `dynamodb` feature (on by
+//! default); the fuzz targets build the rest alone.
 
 pub mod auth;
 pub mod config;
 pub mod domain;
+#[cfg(feature = "dynamodb")]
 mod error;
+#[cfg(feature = "dynamodb")]
 pub mod http;
 pub mod jwks;
 pub mod log;
+#[cfg(feature = "dynamodb")]
 mod metrics;
+#[cfg(feature = "dynamodb")]
 mod response;
+#[cfg(feature = "dynamodb")]
 mod route;
+#[cfg(feature = "dynamodb")]
 pub mod store;

@@ -4,7 +4,9 @@
 //! existing table.
 
 pub mod keys;
+#[cfg(feature = "table")]
 pub mod table;
 
 pub use keys::{DevKey, unix_now};
+#[cfg(feature = "table")]
 pub use table::create_table;

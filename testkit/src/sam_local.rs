@@ -4,8 +4,8 @@
 //!
 //! What it needs beyond `cargo test` (a container engine, arm64 emulation,
 //! the base image, `sam build`, and DynamoDB Local reachable from the
-//! containers) is set up by `scripts/test` (scripts/lib/sam_local.sh), which
-//! passes it in two variables:
+//! containers) is set up by the full run (`scripts/test`, whose
+//! `xtask/src/sam_local.rs` prepares it), which passes it in two variables:
 //! - `PLANT_STORE_SAM_LOCAL_OPTIONS`: the options every `sam local` command
 //!   takes there (template, invoke image, `--skip-pull-image`, ...), split at
 //!   spaces;

@@ -1,8 +1,8 @@
 //! The integration tests, in one binary (one link of the AWS SDK), a module
 //! per area. Each runs the production handler, or the function's binary
-//! through a Runtime API stand-in, against DynamoDB Local, which
-//! `scripts/test` starts; `tests/logging.rs` is apart because it installs the
-//! process-wide log subscriber.
+//! through a Runtime API stand-in, against DynamoDB Local (`scripts/test`'s,
+//! or one the test kit starts); `tests/logging.rs` is apart because it
+//! installs the process-wide log subscriber.
 
 mod auth;
 mod concurrency;

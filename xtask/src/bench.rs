@@ -34,7 +34,7 @@ use std::time::{Duration, Instant};
 use plant_store_stand_in::runtime_api::LambdaProcess;
 use serde_json::{Value, json};
 use xtask::process::{free_port, run};
-use xtask::{Result, log, root, tools_dir};
+use xtask::{Result, log, root, setting, tools_dir};
 
 use crate::stack::{
     Stack, check_no_jitter_entropy, dev_tool, mint_token, sam_build, start_tls_terminator,
@@ -57,15 +57,6 @@ struct Settings {
     sam_build: bool,
     compare: Option<String>,
     smoke: bool,
-}
-
-fn setting(name: &str, default: usize) -> Result<usize> {
-    match std::env::var(name) {
-        Ok(value) => Ok(value
-            .parse()
-            .map_err(|_| format!("{name} must be a number"))?),
-        Err(_) => Ok(default),
-    }
 }
 
 impl Settings {

@@ -1,7 +1,8 @@
 //! `cargo xtask contract-test [cargo-lambda|sam-local]`: contract testing
-//! against a running stack. DynamoDB Local and the function on 127.0.0.1,
-//! under `cargo lambda watch` or as `sam build`'s artifact under `sam local
-//! start-api`; then Schemathesis (`--checks all`, bounded examples) from
+//! against a running stack. DynamoDB Local and the function on 127.0.0.1:
+//! its debug build behind cargo lambda's emulation of the HTTP API (`cargo
+//! lambda watch --only-lambda-apis`), or `sam build`'s artifact under `sam
+//! local start-api`; then Schemathesis (`--checks all`, bounded examples) from
 //! openapi.yaml, once with a token and once without (every answer must then
 //! be 401), and a check that the function wrote one CloudWatch EMF metrics
 //! line per request. First, openapi.yaml is checked to be valid OpenAPI 3.1
@@ -14,7 +15,7 @@
 use std::process::Command;
 
 use serde_json::Value;
-use xtask::process::{Scope, free_port, output, run, run_logged};
+use xtask::process::{Scope, free_port, output, run, run_logged, tail};
 use xtask::tools::ensure_python_tools;
 use xtask::{Result, log, root, tools_dir};
 
@@ -89,12 +90,10 @@ pub fn contract_test(target: Target, max_examples: usize) -> Result {
     let function_log = tools_dir().join(format!("contract-function-{}.log", target.name()));
     let started = match target {
         Target::CargoLambda => {
-            log!("starting the function under cargo lambda watch on 127.0.0.1:{api_port}");
-            stack.start_function(
-                api_port,
-                &["--ignore-changes", "--quiet"],
-                Some(&function_log),
-            )
+            log!(
+                "starting the function behind cargo lambda watch --only-lambda-apis on 127.0.0.1:{api_port}"
+            );
+            stack.start_built_function(api_port, &function_log)
         }
         Target::SamLocal => {
             sam_build()?;
@@ -104,8 +103,7 @@ pub fn contract_test(target: Target, max_examples: usize) -> Result {
         }
     };
     if let Err(error) = started {
-        let printed = std::fs::read_to_string(&function_log).unwrap_or_default();
-        return Err(format!("{error}\n{printed}").into());
+        return Err(format!("{error}\n{}", tail(&function_log, 60)).into());
     }
     let token = mint_token(&key_dir, "schemathesis", 3600)?;
     let schemathesis = |hooks: &str, examples: usize| {
@@ -137,7 +135,7 @@ pub fn contract_test(target: Target, max_examples: usize) -> Result {
             // Each request through sam local takes about a second (SAM's
             // server, the emulator, qemu): the coverage phase's fixed set of
             // boundary cases, a few hundred requests, runs against the same
-            // code under cargo lambda watch.
+            // code behind cargo lambda's emulator.
             command.args(["--phases", "examples,fuzzing"]);
         }
         command
@@ -222,7 +220,7 @@ fn check_metric_lines(function_output: &str, generated: usize) -> Result {
             }
         }
         routes.insert(line["Route"].as_str().unwrap_or("(none)").to_owned());
-        classes.insert(line["StatusClass"].to_string());
+        classes.insert(line["StatusClass"].as_str().unwrap_or("(none)").to_owned());
     }
     if let Some(route) = routes
         .iter()

@@ -4,9 +4,9 @@
 
 use std::path::Path;
 
-use xtask::Result;
 use xtask::process::Started;
 use xtask::tools::ensure_python_tools;
+use xtask::{Result, setting};
 
 use crate::sam_local::SamLocal;
 use crate::stack::{Stack, local_key_dir, mint_token, sam_build};
@@ -14,21 +14,12 @@ use crate::stack::{Stack, local_key_dir, mint_token, sam_build};
 const DEV_OWNER: &str = "local-user";
 const TOKEN_TTL_SECONDS: u64 = 86_400;
 
-fn port_from_env(name: &str, default: u16) -> Result<u16> {
-    match std::env::var(name) {
-        Ok(value) => Ok(value
-            .parse()
-            .map_err(|_| format!("{name} must be a port number"))?),
-        Err(_) => Ok(default),
-    }
-}
-
 /// DynamoDB Local with its data in `.local/dynamodb`, the table `plants`
 /// and the local key: what both local stacks start with.
 fn local_stack() -> Result<Stack> {
     ensure_python_tools()?;
     let data = xtask::root().join(".local/dynamodb");
-    let mut stack = Stack::with_dynamodb_local(port_from_env("DYNAMODB_PORT", 8000)?, Some(&data))?;
+    let mut stack = Stack::with_dynamodb_local(setting("DYNAMODB_PORT", 8000)?, Some(&data))?;
     stack.configure_function("plants", &local_key_dir())?;
     Ok(stack)
 }
@@ -39,13 +30,13 @@ fn local_stack() -> Result<Stack> {
 /// Prints a token and working curl lines; runs until Ctrl-C, which stops
 /// everything it started.
 pub fn dev() -> Result {
-    let api_port = port_from_env("API_PORT", 9000)?;
+    let api_port = setting("API_PORT", 9000)?;
     let mut stack = local_stack()?;
     stack.set("AWS_LAMBDA_LOG_FORMAT", "JSON");
     xtask::log!(
         "starting the function under cargo lambda watch on 127.0.0.1:{api_port} (first build takes a while)"
     );
-    let function = stack.start_function(api_port, &[], None)?;
+    let function = stack.start_function(api_port)?;
     print_welcome(&stack, api_port, "", stack.get("AWS_ENDPOINT_URL_DYNAMODB"))?;
     function.wait()
 }
@@ -55,7 +46,7 @@ pub fn dev() -> Result {
 /// Lambda container (docs/sam-local.md). Not at the same time as `dev`
 /// (both use DynamoDB Local's port and data).
 pub fn sam_local() -> Result {
-    let api_port = port_from_env("API_PORT", 3000)?;
+    let api_port = setting("API_PORT", 3000)?;
     let stack = local_stack()?;
     sam_build()?;
     let sam = SamLocal::prepare(stack.dynamodb_port)?;

@@ -11,20 +11,11 @@ use std::process::{Command, Stdio};
 
 use xtask::process::{Scope, free_port, run, run_logged};
 use xtask::tools::{ensure_python_tools, ensure_qemu_arm64};
-use xtask::{Result, log, tools_dir};
+use xtask::{Result, log, setting, tools_dir};
 
 use crate::contract::{Target, contract_test};
 use crate::sam_local::SamLocal;
 use crate::stack::{Stack, sam_build};
-
-fn number(name: &str, default: usize) -> Result<usize> {
-    match std::env::var(name) {
-        Ok(value) => Ok(value
-            .parse()
-            .map_err(|_| format!("{name} must be a number"))?),
-        Err(_) => Ok(default),
-    }
-}
 
 pub fn full_test() -> Result {
     ensure_python_tools()?;
@@ -96,19 +87,19 @@ pub fn full_test() -> Result {
         )?;
     }
 
-    log!("contract tests against the function under cargo lambda watch");
-    contract_test(Target::CargoLambda, number("ST_MAX_EXAMPLES", 100)?)?;
+    log!("contract tests against the function behind cargo lambda's emulator");
+    contract_test(Target::CargoLambda, setting("ST_MAX_EXAMPLES", 100)?)?;
     log!(
         "contract tests against sam local start-api (fewer examples: each request crosses the emulator)"
     );
-    contract_test(Target::SamLocal, number("ST_SAM_LOCAL_MAX_EXAMPLES", 25)?)?;
+    contract_test(Target::SamLocal, setting("ST_SAM_LOCAL_MAX_EXAMPLES", 25)?)?;
 
     log!("benchmark smoke run (debug build, a few iterations, no timing asserted)");
     crate::bench::bench(true)?;
 
     log!("fuzzing smoke run (30 s per target, unoptimised build)");
     let fuzz_build = std::env::var("FUZZ_BUILD").unwrap_or_else(|_| "dev".into());
-    crate::fuzz::fuzz(number("FUZZ_SECONDS", 30)? as u64, &fuzz_build)?;
+    crate::fuzz::fuzz(setting("FUZZ_SECONDS", 30)?, &fuzz_build)?;
 
     // One closing line with the totals of every cargo test binary.
     let (mut passed, mut failed) = (0, 0);

@@ -13,7 +13,7 @@
 
 use std::process::Command;
 
-use xtask::process::run;
+use xtask::process::{run, tail};
 use xtask::tools::ensure_cargo_tool;
 use xtask::{Result, log, tools_dir};
 
@@ -50,16 +50,14 @@ pub fn fuzz(seconds: u64, build: &str) -> Result {
             .arg("-print_final_stats=1")
             .stdout(log_file.try_clone()?)
             .stderr(log_file));
-        let printed = std::fs::read_to_string(&log_path).unwrap_or_default();
         if let Err(error) = fuzzed {
-            let tail: Vec<&str> = printed.lines().rev().take(40).collect();
-            let tail: Vec<&str> = tail.into_iter().rev().collect();
             return Err(format!(
                 "fuzz target {target} failed ({error}): see fuzz/artifacts/{target}\n{}",
-                tail.join("\n")
+                tail(&log_path, 40)
             )
             .into());
         }
+        let printed = std::fs::read_to_string(&log_path)?;
         let runs = printed
             .lines()
             .find_map(|line| line.strip_prefix("stat::number_of_executed_units:"))

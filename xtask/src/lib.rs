@@ -24,6 +24,17 @@ pub fn root() -> &'static Path {
     Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap()
 }
 
+/// A number from the environment variable `name`, else `default`; an error
+/// names the variable.
+pub fn setting<T: std::str::FromStr>(name: &str, default: T) -> Result<T> {
+    match std::env::var(name) {
+        Ok(value) => value
+            .parse()
+            .map_err(|_| format!("{name} must be a number, not {value:?}").into()),
+        Err(_) => Ok(default),
+    }
+}
+
 /// Where the tools are installed and the runs keep their files (`.tools/`).
 pub fn tools_dir() -> PathBuf {
     root().join(".tools")

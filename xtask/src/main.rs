@@ -12,7 +12,7 @@ mod stack;
 use std::process::ExitCode;
 
 use xtask::process::{Scope, stop_on_signals};
-use xtask::{Result, log, root, tools};
+use xtask::{Result, log, root, setting, tools};
 
 const USAGE: &str = "usage: cargo xtask TASK
   dev                      the local stack: DynamoDB Local, the table, a key, the function under cargo lambda watch
@@ -53,17 +53,13 @@ fn task(args: &[String]) -> Result {
         ["test"] => full_test::full_test(),
         ["bench"] => bench::bench(std::env::var("BENCH_SMOKE").is_ok_and(|smoke| smoke == "1")),
         ["fuzz"] => fuzz::fuzz(
-            std::env::var("FUZZ_SECONDS").map_or(Ok(30), |seconds| seconds.parse())?,
+            setting("FUZZ_SECONDS", 30)?,
             &std::env::var("FUZZ_BUILD").unwrap_or_else(|_| "release".into()),
         ),
-        ["contract-test", target @ ..] => {
-            let max_examples =
-                std::env::var("ST_MAX_EXAMPLES").map_or(Ok(100), |examples| examples.parse())?;
-            contract::contract_test(
-                contract::Target::parse(target.first().copied())?,
-                max_examples,
-            )
-        }
+        ["contract-test", target @ ..] => contract::contract_test(
+            contract::Target::parse(target.first().copied())?,
+            setting("ST_MAX_EXAMPLES", 100)?,
+        ),
         _ => Err(USAGE.into()),
     }
 }

@@ -49,6 +49,13 @@ pub fn run(command: &mut Command) -> Result {
     }
 }
 
+/// The last `count` lines of a log file, to show with a failure.
+pub fn tail(path: &std::path::Path, count: usize) -> String {
+    let text = std::fs::read_to_string(path).unwrap_or_default();
+    let lines: Vec<&str> = text.lines().collect();
+    lines[lines.len().saturating_sub(count)..].join("\n")
+}
+
 /// Runs `command`, its stdout printed and also written to `log_file`; an
 /// error unless it succeeds.
 pub fn run_logged(command: &mut Command, log_file: &std::path::Path) -> Result {
@@ -372,6 +379,19 @@ pub fn http_status(url: &str, curl_options: &[&str]) -> Option<u16> {
     .ok()
     .and_then(|code| code.parse().ok())
     .filter(|&code| code != 0)
+}
+
+/// Waits until something accepts connections on 127.0.0.1:`port`; fails
+/// when `process` ends first or after `timeout`.
+pub fn wait_for_port(port: u16, process: &Started, timeout: Duration) -> Result {
+    let deadline = Instant::now() + timeout;
+    while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+        if !process.is_running() || Instant::now() > deadline {
+            return Err(format!("{} did not listen on 127.0.0.1:{port}", process.name).into());
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    Ok(())
 }
 
 /// Waits until `url` answers `wanted` (any status when `None`); fails when

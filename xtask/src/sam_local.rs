@@ -9,7 +9,7 @@ use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
-use xtask::process::{Started, Stop, on_exit, output, run, start, succeeds};
+use xtask::process::{Started, Stop, on_exit, output, run, start, succeeds, tail};
 use xtask::tools::{ensure_qemu_arm64, new_temp_dir, unpack_debian_packages};
 use xtask::{Result, log, root, tools_dir};
 
@@ -356,7 +356,7 @@ fn ensure_container_engine() -> Result<SamLocal> {
         }
         std::thread::sleep(Duration::from_millis(500));
     }
-    let log = std::fs::read_to_string(tools_dir().join("dockerd.log")).unwrap_or_default();
+    let log = tail(&tools_dir().join("dockerd.log"), 20);
     Err(format!("the container engine did not start:\n{log}").into())
 }
 

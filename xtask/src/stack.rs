@@ -8,7 +8,7 @@ use std::process::Command;
 use std::sync::OnceLock;
 use std::time::Duration;
 
-use xtask::process::{Started, Stop, output, run, start, wait_for};
+use xtask::process::{Started, Stop, output, run, start, tail, wait_for, wait_for_port};
 use xtask::tools::ensure_haproxy;
 use xtask::{Result, dynamodb_local, log, root, tools_dir};
 
@@ -51,8 +51,10 @@ impl Stack {
             &[],
         )
         .map_err(|error| {
-            let log = std::fs::read_to_string(tools_dir().join("dynamodb-local.log"));
-            format!("{error}\n{}", log.unwrap_or_default())
+            format!(
+                "{error}\n{}",
+                tail(&tools_dir().join("dynamodb-local.log"), 40)
+            )
         })?;
         let env = [
             ("AWS_ENDPOINT_URL_DYNAMODB", url.as_str()),
@@ -96,9 +98,11 @@ impl Stack {
     /// table, and configures the function for them.
     pub fn configure_function(&mut self, table: &str, key_dir: &Path) -> Result {
         output(dev_tool()?.arg("keygen").arg("--dir").arg(key_dir))?;
-        run(self
-            .command(dev_tool_path()?)
-            .args(["create-table", "--name", table]))?;
+        run(self.command(debug_binary("plant-store-dev")?).args([
+            "create-table",
+            "--name",
+            table,
+        ]))?;
         self.set("PLANTS_TABLE", table);
         self.set("AUTH_ISSUER", LOCAL_ISSUER);
         self.set("AUTH_AUDIENCE", LOCAL_AUDIENCE);
@@ -110,27 +114,11 @@ impl Stack {
     /// The function under `cargo lambda watch` on 127.0.0.1:`port` (which
     /// binary it serves is in Cargo.toml's `[workspace.metadata.lambda.watch]`),
     /// once the function itself answers.
-    pub fn start_function(
-        &self,
-        port: u16,
-        options: &[&str],
-        output: Option<&Path>,
-    ) -> Result<Started> {
+    pub fn start_function(&self, port: u16) -> Result<Started> {
         let mut command = self.command("cargo");
         command
-            .args([
-                "lambda",
-                "watch",
-                "--invoke-address",
-                "127.0.0.1",
-                "--invoke-port",
-            ])
-            .arg(port.to_string())
-            .args(options);
-        if let Some(path) = output {
-            let file = std::fs::File::create(path)?;
-            command.stdout(file.try_clone()?).stderr(file);
-        }
+            .args(["lambda", "watch", "--invoke-address", "127.0.0.1"])
+            .args(["--invoke-port", &port.to_string()]);
         // Once it has served a request, cargo lambda watch (1.9) no longer
         // ends on SIGINT or SIGTERM; it keeps no state, so a short grace.
         let function = start(
@@ -139,6 +127,54 @@ impl Stack {
             Stop::interrupt(Duration::from_secs(2)),
         )?;
         wait_for_function(port, &function, Duration::from_secs(600))?;
+        Ok(function)
+    }
+
+    /// The function's debug build, the one `cargo test` makes, behind
+    /// `cargo lambda watch --only-lambda-apis` on 127.0.0.1:`port` (its
+    /// emulation of the HTTP API and the Lambda Runtime API, without a build
+    /// of its own: it would build the function with other features than the
+    /// tests and compile most of the tree again). Both write to `output`.
+    pub fn start_built_function(&self, port: u16, output: &Path) -> Result<Started> {
+        let binary = debug_binary("plant-store")?;
+        let log = std::fs::File::create(output)?;
+        let mut emulator = self.command("cargo");
+        emulator
+            .args([
+                "lambda",
+                "watch",
+                "--only-lambda-apis",
+                "--invoke-address",
+                "127.0.0.1",
+            ])
+            .args(["--invoke-port", &port.to_string()])
+            .stdout(log.try_clone()?)
+            .stderr(log.try_clone()?);
+        let emulator = start(
+            "cargo lambda watch",
+            &mut emulator,
+            Stop::interrupt(Duration::from_secs(2)),
+        )?;
+        // It answers HTTP only through a function: wait for its port.
+        wait_for_port(port, &emulator, Duration::from_secs(60))?;
+        // What cargo lambda watch prints that the function must be given.
+        let mut function = self.command(binary);
+        function
+            .env(
+                "AWS_LAMBDA_RUNTIME_API",
+                format!("http://127.0.0.1:{port}/.rt"),
+            )
+            .env("AWS_LAMBDA_FUNCTION_NAME", "_")
+            .env("AWS_LAMBDA_FUNCTION_VERSION", "1")
+            .env("AWS_LAMBDA_FUNCTION_MEMORY_SIZE", "4096")
+            .stdout(log.try_clone()?)
+            .stderr(log);
+        let function = start(
+            "the function",
+            &mut function,
+            Stop::terminate(Duration::from_secs(2)),
+        )?;
+        wait_for_function(port, &function, Duration::from_secs(60))?;
         Ok(function)
     }
 }
@@ -155,27 +191,30 @@ pub fn wait_for_function(port: u16, process: &Started, timeout: Duration) -> Res
     )
 }
 
-/// The development tool (the workspace's `dev/` crate), built once per task.
-fn dev_tool_path() -> Result<&'static Path> {
-    static BUILT: OnceLock<Result<PathBuf, String>> = OnceLock::new();
+/// A binary of the workspace's debug build, built once per task with every
+/// other binary of the workspace: with the features `cargo test` builds
+/// with, so that the tests, the development tool and the function share one
+/// build of the dependencies.
+fn debug_binary(name: &str) -> Result<PathBuf> {
+    static BUILT: OnceLock<Result<(), String>> = OnceLock::new();
     BUILT
         .get_or_init(|| {
             run(Command::new("cargo").args([
                 "build",
                 "--quiet",
                 "--locked",
-                "--package",
-                "plant-store-dev",
+                "--workspace",
+                "--bins",
             ]))
-            .map_err(|error| error.to_string())?;
-            Ok(root().join("target/debug/plant-store-dev"))
+            .map_err(|error| error.to_string())
         })
-        .as_deref()
-        .map_err(|error| error.clone().into())
+        .clone()?;
+    Ok(root().join("target/debug").join(name))
 }
 
+/// The development tool (the workspace's `dev/` crate).
 pub fn dev_tool() -> Result<Command> {
-    Ok(Command::new(dev_tool_path()?))
+    Ok(Command::new(debug_binary("plant-store-dev")?))
 }
 
 /// A token for the local issuer, signed with the key in `key_dir`.
@@ -382,10 +421,7 @@ pub fn sam_build() -> Result<Artifact> {
         .stdout(log_file.try_clone()?)
         .stderr(log_file));
     if let Err(error) = built {
-        let log = std::fs::read_to_string(&log_path).unwrap_or_default();
-        let tail: Vec<&str> = log.lines().rev().take(40).collect();
-        let tail: Vec<&str> = tail.into_iter().rev().collect();
-        return Err(format!("{error}\n{}", tail.join("\n")).into());
+        return Err(format!("{error}\n{}", tail(&log_path, 40)).into());
     }
     check_no_jitter_entropy(&root().join("target/aarch64-unknown-linux-gnu/release"))?;
     let bootstrap = root().join(".aws-sam/build/PlantsFunction/bootstrap");
