@@ -37,7 +37,8 @@ use xtask::process::{free_port, run};
 use xtask::{Result, log, root, setting, tools_dir};
 
 use crate::stack::{
-    Stack, check_no_jitter_entropy, dev_tool, mint_token, sam_build, start_tls_terminator,
+    Stack, check_no_jitter_entropy, debug_binary, dev_tool, mint_token, sam_build,
+    start_tls_terminator,
 };
 
 /// The DynamoDB Local JVM speeds up as it compiles its hot paths: warm
@@ -123,9 +124,17 @@ pub fn bench(smoke: bool) -> Result {
         "building the function and the baselines ({})",
         settings.profile
     );
-    run(Command::new("cargo")
-        .args(["build", "--locked", "--profile", settings.profile])
-        .args(["--package", "plant-store", "--package", "plant-store-bench"]))?;
+    if settings.smoke {
+        // The tests' debug build of every binary of the workspace: a smoke
+        // run measures nothing, and after the tests that build is there.
+        debug_binary("plant-store")?;
+    } else {
+        // The two packages alone: the function with the features it is
+        // deployed with, not those the test crates add.
+        run(Command::new("cargo")
+            .args(["build", "--locked", "--profile", settings.profile])
+            .args(["--package", "plant-store", "--package", "plant-store-bench"]))?;
+    }
     check_no_jitter_entropy(&settings.bin_dir())?;
 
     let stack = Stack::with_dynamodb_local(free_port(), None)?;

@@ -195,7 +195,7 @@ pub fn wait_for_function(port: u16, process: &Started, timeout: Duration) -> Res
 /// other binary of the workspace: with the features `cargo test` builds
 /// with, so that the tests, the development tool and the function share one
 /// build of the dependencies.
-fn debug_binary(name: &str) -> Result<PathBuf> {
+pub fn debug_binary(name: &str) -> Result<PathBuf> {
     static BUILT: OnceLock<Result<(), String>> = OnceLock::new();
     BUILT
         .get_or_init(|| {
