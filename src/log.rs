@@ -43,15 +43,19 @@ where
     }
 }
 
-/// Writes `line` whole, with one write, where the log lines go (stdout until
-/// a subscriber is installed): how the EMF metrics line reaches CloudWatch.
+/// Writes `line` whole, with one write, where the log lines go: how the EMF
+/// metrics line reaches CloudWatch. Before a subscriber is installed (only
+/// in tests of the handler: `main` installs one first) it is printed, which
+/// the test harness captures.
 pub fn write_line(line: &str) {
     let mut text = String::with_capacity(line.len() + 1);
     text.push_str(line);
     text.push('\n');
-    // Nowhere to report a failed write to: the log is that place.
-    let _ = match OUTPUT.get() {
-        Some(output) => output.make_writer().write_all(text.as_bytes()),
-        None => std::io::stdout().lock().write_all(text.as_bytes()),
-    };
+    match OUTPUT.get() {
+        // Nowhere to report a failed write to: the log is that place.
+        Some(output) => {
+            let _ = output.make_writer().write_all(text.as_bytes());
+        }
+        None => print!("{text}"),
+    }
 }
