@@ -232,8 +232,13 @@ impl SamApi {
 }
 
 impl Drop for SamApi {
-    /// SIGTERM, on which SAM removes its warm containers itself.
+    /// SIGTERM, on which SAM removes its warm containers itself. When a test
+    /// fails, SAM's log (its own lines and the function's) is printed with
+    /// it: an answer such as SAM's 502 is explained only there.
     fn drop(&mut self) {
+        if std::thread::panicking() {
+            eprintln!("sam local start-api printed:\n{}", self.log());
+        }
         let _ = Command::new("kill")
             .args(["-TERM", &self.child.id().to_string()])
             .status();

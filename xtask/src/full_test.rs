@@ -120,8 +120,10 @@ pub fn full_test() -> Result {
     Ok(())
 }
 
-/// Runs exactly these tests of the api binary; an error unless every one of
-/// them ran and passed.
+/// Runs exactly these tests of the api binary, one at a time (each starts
+/// containers and the arm64 binary under emulation, and they contend for two
+/// cores: CI once saw `sam local start-api` answer 502 while both ran); an
+/// error unless every one of them ran and passed.
 fn run_required_tests(cargo: &mut Command, tests: &[&str], log_name: &str) -> Result {
     let log_file = tools_dir().join(format!("{log_name}.log"));
     run_logged(
@@ -135,6 +137,8 @@ fn run_required_tests(cargo: &mut Command, tests: &[&str], log_name: &str) -> Re
                 "api",
                 "--",
                 "--exact",
+                "--test-threads",
+                "1",
             ])
             .args(tests)
             .stderr(Stdio::inherit()),
