@@ -10,15 +10,22 @@
 - The table is protected: deletion protection, point-in-time recovery,
   retained with the stack.
 - The Cognito user pool admits only admin-created users unless asked.
+- Every deploy is gradual and reversible: the function publishes the alias
+  `live`, its deployment preference takes its type from the DeploymentType
+  parameter, and the function's errors, its 5xx and the API's 5xx alarms
+  roll a deployment back.
 
 Each check is also run on copies of the template with one protection
 removed or widened, and must fail there (`MutationsAreCaught`), so the checks
 cannot pass vacuously.
 
-Both compute types (`ComputeTypes`): the template lints clean with cfn-lint
-as classic Lambda (the default) and as Lambda Managed Instances, and SAM
+Both compute types and both kinds of deployment (`ComputeTypes`): the
+template lints clean with cfn-lint as classic Lambda (the default) and as
+Lambda Managed Instances, each with a canary and with AllAtOnce, and SAM
 translates each (after AWS::LanguageExtensions, as the SAM CLI emulates it)
-into what that mode needs.
+into what that mode needs: the API calls the alias, CodeDeploy shifts it and
+rolls it back on the alarms, and no resource depends on itself (cfn-lint
+does not see cycles that only the SAM transform creates).
 
 Run: python3 tests/template_test.py (scripts/test runs it with the venv that
 has cfn-lint, whose YAML loader understands the intrinsic-function tags).
@@ -42,6 +49,15 @@ ROOT = pathlib.Path(__file__).resolve().parent.parent
 FUNCTION = "PlantsFunction"
 TABLE = "PlantsTable"
 TOPIC = "AlarmTopic"
+ALIAS = "live"
+# The alarms that roll a deployment back: by reference, or by name where a
+# reference would be circular (the API's alarm; see template.yaml).
+ROLLBACK_ALARMS = [
+    {"Ref": "FunctionErrorsAlarm"},
+    {"Ref": "FunctionServerErrorsAlarm"},
+    {"Fn::Sub": "${AWS::StackName}-api-5xx"},
+]
+NAMED_ALARMS = {"Api5xxAlarm": {"Fn::Sub": "${AWS::StackName}-api-5xx"}}
 # The alarms "Operating it" describes, by the metric each watches.
 WATCHED = {
     ("PlantStore", "ServerErrors"),
@@ -189,6 +205,26 @@ def local_endpoint_problems(template):
     return []
 
 
+def deployment_problems(template):
+    properties = template["Resources"][FUNCTION]["Properties"]
+    problems = []
+    if properties.get("AutoPublishAlias") != ALIAS:
+        problems.append(f"the function publishes no alias {ALIAS!r} on every deploy")
+    preference = properties.get("DeploymentPreference", {})
+    if preference.get("Type") != {"Ref": "DeploymentType"}:
+        problems.append("the deployment type is not the DeploymentType parameter")
+    if preference.get("Enabled", True) is not True:
+        problems.append("the deployment preference is disabled")
+    alarms = preference.get("Alarms", [])
+    for wanted in ROLLBACK_ALARMS:
+        if wanted not in alarms:
+            problems.append(f"{wanted} does not roll a deployment back")
+    for name, alarm_name in NAMED_ALARMS.items():
+        if template["Resources"].get(name, {}).get("Properties", {}).get("AlarmName") != alarm_name:
+            problems.append(f"alarm {name} is not named as the deployment preference names it")
+    return problems
+
+
 CHECKS = [
     iam_problems,
     log_problems,
@@ -196,6 +232,7 @@ CHECKS = [
     table_problems,
     user_pool_problems,
     local_endpoint_problems,
+    deployment_problems,
 ]
 
 
@@ -273,6 +310,20 @@ MUTATIONS = {
     "a DynamoDB endpoint set in AWS": lambda t: t["Resources"][FUNCTION]["Properties"][
         "Environment"
     ]["Variables"].update(AWS_ENDPOINT_URL_DYNAMODB="http://127.0.0.1:8000"),
+    "the alias": lambda t: t["Resources"][FUNCTION]["Properties"].pop("AutoPublishAlias"),
+    "the deployment preference": lambda t: t["Resources"][FUNCTION]["Properties"].pop(
+        "DeploymentPreference"
+    ),
+    "a fixed deployment type": lambda t: t["Resources"][FUNCTION]["Properties"][
+        "DeploymentPreference"
+    ].update(Type="AllAtOnce"),
+    "a rollback alarm": lambda t: t["Resources"][FUNCTION]["Properties"]["DeploymentPreference"][
+        "Alarms"
+    ].pop(),
+    "every rollback alarm": lambda t: t["Resources"][FUNCTION]["Properties"][
+        "DeploymentPreference"
+    ].pop("Alarms"),
+    "the API alarm's name": lambda t: alarm(t, "Api5xxAlarm").pop("AlarmName"),
 }
 
 
@@ -311,10 +362,69 @@ def of_type(resources, kind, false_conditions=()):
     ]
 
 
+DEFAULT_DEPLOYMENT = "Canary10Percent5Minutes"
+# Each compute type with the default deployment (a canary) and AllAtOnce.
+MODES = [
+    {},
+    {"DeploymentType": "AllAtOnce"},
+    MANAGED_INSTANCES,
+    {**MANAGED_INSTANCES, "DeploymentType": "AllAtOnce"},
+]
+
+
+def mode_name(parameters):
+    compute = parameters.get("ComputeType", "Lambda")
+    return f"{compute}, {parameters.get('DeploymentType', DEFAULT_DEPLOYMENT)}"
+
+
+def references(value):
+    """The logical ids that `value` refers to (Ref, GetAtt, Sub)."""
+    if isinstance(value, list):
+        return {name for item in value for name in references(item)}
+    if not isinstance(value, dict):
+        return set()
+    found = set()
+    for key, inner in value.items():
+        if key == "Ref" and isinstance(inner, str):
+            found.add(inner)
+        elif key == "Fn::GetAtt":
+            found.add(inner[0] if isinstance(inner, list) else inner.split(".")[0])
+        elif key == "Fn::Sub":
+            text = inner if isinstance(inner, str) else inner[0]
+            found |= {name.split(".")[0] for name in re.findall(r"\$\{([^}!]+)\}", text)}
+            if isinstance(inner, list):
+                found |= references(inner[1])
+        else:
+            found |= references(inner)
+    return found
+
+
+def dependency_cycle(resources):
+    """A cycle of references between resources (CloudFormation refuses such
+    a template), as a list of logical ids, or None."""
+    edges = {
+        name: sorted(references(resource) & resources.keys())
+        for name, resource in resources.items()
+    }
+
+    def visit(name, path):
+        if name in path:
+            return path[path.index(name) :] + [name]
+        for target in edges[name]:
+            if cycle := visit(target, path + [name]):
+                return cycle
+        return None
+
+    for name in edges:
+        if cycle := visit(name, []):
+            return cycle
+    return None
+
+
 class ComputeTypes(unittest.TestCase):
-    def test_the_template_lints_clean_in_both_modes(self):
-        for parameters in ({}, MANAGED_INSTANCES):
-            with self.subTest(compute_type=parameters.get("ComputeType", "Lambda")):
+    def test_the_template_lints_clean_in_both_modes_and_deployment_types(self):
+        for parameters in MODES:
+            with self.subTest(mode=mode_name(parameters)):
                 overrides = [f"{name}={value}" for name, value in parameters.items()]
                 # The cfn-lint installed beside this Python (the pinned one).
                 cfn_lint = str(pathlib.Path(sys.executable).parent / "cfn-lint")
@@ -330,8 +440,48 @@ class ComputeTypes(unittest.TestCase):
         self.assertNotIn("CapacityProviderConfig", function)
         self.assertEqual(function["MemorySize"], 128)
         not_created = ("UseManagedInstances", "CreateDynamoDbEndpoint")
-        for kind in ("AWS::Lambda::CapacityProvider", "AWS::Lambda::Alias", "AWS::EC2::VPCEndpoint"):
+        for kind in ("AWS::Lambda::CapacityProvider", "AWS::EC2::VPCEndpoint"):
             self.assertEqual(of_type(resources, kind, not_created), [], kind)
+
+    def test_every_mode_deploys_gradually_through_the_alias(self):
+        for parameters in MODES:
+            with self.subTest(mode=mode_name(parameters)):
+                resources = translated(parameters)
+                self.assertEqual(dependency_cycle(resources), None)
+                [alias_id] = [
+                    name for name, r in resources.items() if r["Type"] == "AWS::Lambda::Alias"
+                ]
+                alias = resources[alias_id]
+                self.assertEqual(alias["Properties"]["Name"], ALIAS)
+                update = alias["UpdatePolicy"]["CodeDeployLambdaAliasUpdate"]
+                group = resources[update["DeploymentGroupName"]["Ref"]]["Properties"]
+                self.assertEqual(
+                    json.dumps(group["DeploymentConfigName"]),
+                    json.dumps(
+                        {
+                            "Fn::Sub": [
+                                "CodeDeployDefault.Lambda${ConfigName}",
+                                {"ConfigName": parameters.get("DeploymentType", DEFAULT_DEPLOYMENT)},
+                            ]
+                        }
+                    ),
+                )
+                alarms = [a["Name"] for a in group["AlarmConfiguration"]["Alarms"]]
+                # The named alarm's name as the stack resolves it.
+                named = [resources[name]["Properties"]["AlarmName"] for name in NAMED_ALARMS]
+                self.assertEqual(alarms, ROLLBACK_ALARMS[:2] + named)
+                self.assertTrue(group["AlarmConfiguration"]["Enabled"])
+                self.assertIn("DEPLOYMENT_STOP_ON_ALARM", group["AutoRollbackConfiguration"]["Events"])
+                # Every route of the API invokes the alias, never $LATEST.
+                [api] = of_type(resources, "AWS::ApiGatewayV2::Api")
+                uris = [
+                    json.dumps(operation["x-amazon-apigateway-integration"]["uri"])
+                    for path in api["Body"]["paths"].values()
+                    for operation in path.values()
+                ]
+                self.assertEqual(len(uris), 3)
+                for uri in uris:
+                    self.assertIn("${" + alias_id + "}", uri)
 
     def test_managed_instances_run_the_function_on_the_capacity_provider(self):
         resources = translated(MANAGED_INSTANCES)
