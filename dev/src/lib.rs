@@ -1,8 +1,13 @@
 //! What the local stack and the tests need and the Lambda function never
-//! does: signing keys and tokens ([`keys`]), and the plants table
-//! ([`table`]). The function only verifies tokens and reads and writes an
-//! existing table.
+//! does: signing keys and tokens ([`keys`]), the plants table ([`table`]),
+//! and the acceptance suite against a running API ([`acceptance`], with
+//! Cognito test users from [`cognito`]). The function only verifies tokens
+//! and reads and writes an existing table.
 
+#[cfg(feature = "acceptance")]
+pub mod acceptance;
+#[cfg(feature = "acceptance")]
+pub mod cognito;
 pub mod keys;
 #[cfg(feature = "table")]
 pub mod table;

@@ -6,6 +6,10 @@
 //!   that key, for `AUTH_ISSUER` (and `AUTH_AUDIENCE` when set).
 //! - `create-table --name TABLE`: creates the plants table (for DynamoDB Local,
 //!   through `AWS_ENDPOINT_URL_DYNAMODB`); an existing table is left as it is.
+//! - `acceptance --url URL [--user-pool-id ID --client-id ID]`: the
+//!   acceptance suite against the API at URL, as two owners whose tokens are
+//!   in `TOKEN_A` and `TOKEN_B`, or as two test users created in the Cognito
+//!   user pool (and deleted afterwards). Fails at the first broken rule.
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -13,11 +17,13 @@ use std::{env, fs, process};
 
 use aws_config::BehaviorVersion;
 use jsonwebtoken::Algorithm;
-use plant_store_dev::{DevKey, create_table};
+use plant_store_dev::cognito::TestUsers;
+use plant_store_dev::{DevKey, acceptance, create_table};
 
 const USAGE: &str = "usage: plant-store-dev keygen --dir DIR
        plant-store-dev token --dir DIR --sub SUB [--ttl SECONDS]
-       plant-store-dev create-table --name TABLE";
+       plant-store-dev create-table --name TABLE
+       plant-store-dev acceptance --url URL [--user-pool-id ID --client-id ID]";
 const KEY_FILE: &str = "signing-key.pem";
 const JWKS_FILE: &str = "jwks.json";
 const DEFAULT_TTL_SECONDS: &str = "3600";
@@ -38,6 +44,14 @@ async fn main() {
             &option("ttl").unwrap_or_else(|| DEFAULT_TTL_SECONDS.into()),
         ),
         "create-table" => create(&required("name")).await,
+        "acceptance" => {
+            let cognito = match (option("user-pool-id"), option("client-id")) {
+                (Some(pool), Some(client)) => Some((pool, client)),
+                (None, None) => None,
+                _ => fail("--user-pool-id and --client-id go together"),
+            };
+            acceptance(&required("url"), cognito).await
+        }
         _ => Err(USAGE.to_owned()),
     };
     if let Err(message) = result {
@@ -110,4 +124,50 @@ async fn create(table: &str) -> Result<(), String> {
     create_table(&client, table)
         .await
         .map_err(|error| format!("cannot create table {table}: {error}"))
+}
+
+/// The suite as two owners: Cognito test users if a pool is given, else the
+/// tokens in TOKEN_A and TOKEN_B. Test users are deleted however it ends.
+async fn acceptance(url: &str, cognito: Option<(String, String)>) -> Result<(), String> {
+    let (report, users) = match cognito {
+        Some((user_pool_id, client_id)) => {
+            let mut users = TestUsers::new(&user_pool_id).await;
+            let mut tokens = Vec::new();
+            for label in ["a", "b"] {
+                match users.create_and_sign_in(&client_id, label).await {
+                    Ok(token) => tokens.push(token),
+                    Err(error) => {
+                        users.delete().await?;
+                        return Err(error);
+                    }
+                }
+            }
+            (
+                acceptance::run(url, &tokens[0], &tokens[1]).await,
+                Some(users),
+            )
+        }
+        None => {
+            let token = |name: &str| {
+                env::var(name).map_err(|_| {
+                    format!("{name} must hold a token (or give --user-pool-id and --client-id)")
+                })
+            };
+            let (a, b) = (token("TOKEN_A")?, token("TOKEN_B")?);
+            (acceptance::run(url, &a, &b).await, None)
+        }
+    };
+    let deleted = match users {
+        Some(users) => users.delete().await,
+        None => Ok(()),
+    };
+    println!("left in the table (the interface has no DELETE):");
+    for line in &report.left_behind {
+        println!("  {line}");
+    }
+    if let Some(failure) = report.broken {
+        return Err(failure.to_string());
+    }
+    println!("all {} rules hold at {url}", report.passed.len());
+    deleted
 }

@@ -4,6 +4,7 @@
 //! or one the test kit starts); `tests/logging.rs` is apart because it
 //! installs the process-wide log subscriber.
 
+mod acceptance;
 mod auth;
 mod concurrency;
 mod contract;

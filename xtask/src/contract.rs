@@ -5,8 +5,9 @@
 //! local start-api`; then Schemathesis (`--checks all`, bounded examples) from
 //! openapi.yaml, once with a token and once without (every answer must then
 //! be 401), and a check that the function wrote one CloudWatch EMF metrics
-//! line per request. First, openapi.yaml is checked to be valid OpenAPI 3.1
-//! and compatible with the upstream sample.
+//! line per request; last, the acceptance suite (`scripts/acceptance`) as two
+//! owners. First, openapi.yaml is checked to be valid OpenAPI 3.1 and
+//! compatible with the upstream sample.
 //!
 //! ST_MAX_EXAMPLES (100) and ST_SEED tune the run. Without ST_SEED the seed
 //! comes from the commit (its first 8 hex digits), so each commit explores
@@ -19,6 +20,7 @@ use xtask::process::{Scope, free_port, output, run, run_logged, tail};
 use xtask::tools::ensure_python_tools;
 use xtask::{Result, log, root, tools_dir};
 
+use crate::acceptance::acceptance_on_local_stack;
 use crate::sam_local::SamLocal;
 use crate::stack::{Stack, mint_token, sam_build};
 
@@ -166,7 +168,9 @@ pub fn contract_test(target: Target, max_examples: usize) -> Result {
 
     log!("CloudWatch EMF: one metrics line per request in the function's output");
     let generated = generated_requests(&[&with_token_log, &without_token_log])?;
-    check_metric_lines(&std::fs::read_to_string(&function_log)?, generated)
+    check_metric_lines(&std::fs::read_to_string(&function_log)?, generated)?;
+
+    acceptance_on_local_stack(&format!("http://127.0.0.1:{api_port}"), &key_dir)
 }
 
 /// How many test cases Schemathesis generated ("N generated" in its

@@ -1,6 +1,7 @@
 //! `cargo xtask TASK` (the alias is in .cargo/config.toml): the project's
 //! tasks, in Rust. `scripts/` holds only thin entry points to them.
 
+mod acceptance;
 mod bench;
 mod contract;
 mod dev;
@@ -21,7 +22,10 @@ const USAGE: &str = "usage: cargo xtask TASK
   test                     every check, as CI runs it
   bench                    the benchmarks (BENCH_* settings: see xtask/src/bench.rs)
   fuzz                     a fuzzing run of each target (FUZZ_SECONDS, FUZZ_BUILD)
-  contract-test [TARGET]   Schemathesis against cargo-lambda (default) or sam-local";
+  contract-test [TARGET]   Schemathesis and the acceptance suite against cargo-lambda (default) or sam-local
+  acceptance URL [--user-pool-id ID --client-id ID]
+                           the acceptance suite against a running API: tokens in TOKEN_A and TOKEN_B,
+                           or two test users created (and deleted) in the Cognito user pool";
 
 fn main() -> ExitCode {
     // SAFETY: the first thing the process does, before any thread exists.
@@ -56,6 +60,7 @@ fn task(args: &[String]) -> Result {
             setting("FUZZ_SECONDS", 30)?,
             &std::env::var("FUZZ_BUILD").unwrap_or_else(|_| "release".into()),
         ),
+        ["acceptance", url, options @ ..] => acceptance::acceptance(url, options),
         ["contract-test", target @ ..] => contract::contract_test(
             contract::Target::parse(target.first().copied())?,
             setting("ST_MAX_EXAMPLES", 100)?,

@@ -1,0 +1,518 @@
+//! The acceptance suite: the contract (docs/contract.md) checked end to end
+//! over real HTTP against any deployment of the API, local or in AWS.
+//!
+//! It needs two owners' tokens and writes only under those owners. There is
+//! no DELETE in the interface, so what it writes stays: ids unique to the
+//! run (from the clock), names that say which run wrote them, and a
+//! [`Report`] that says so. It stops at the first broken rule and names it.
+//! Tokens never appear in its output: messages show statuses, headers other
+//! than `Authorization`, and bodies, none of which carry a token.
+
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use base64::Engine;
+use base64::engine::general_purpose::URL_SAFE_NO_PAD;
+use bytes::Bytes;
+use http_body_util::{BodyExt, Full};
+use hyper::{HeaderMap, Method, Request, StatusCode};
+use hyper_rustls::HttpsConnector;
+use hyper_util::client::legacy::Client;
+use hyper_util::client::legacy::connect::HttpConnector;
+use hyper_util::rt::TokioExecutor;
+use serde_json::{Value, json};
+
+/// The plain challenge and the invalid-token challenge (RFC 6750).
+const CHALLENGE: &str = r#"Bearer realm="plants""#;
+const INVALID_TOKEN: &str = r#"Bearer realm="plants", error="invalid_token""#;
+/// One byte over the contract's 16 KiB body limit, as a name.
+const OVERSIZED_NAME_LENGTH: usize = 16 * 1024 + 1;
+/// Paging at two plants per page: enough pages to follow `Link` with three
+/// plants. Owners with many plants of earlier runs take more pages; this
+/// many is taken as a sign that `Link` never ends.
+const PAGE_SIZE: usize = 2;
+const MAX_PAGES: usize = 5_000;
+
+/// The first rule the API broke, and what it answered.
+#[derive(Debug)]
+pub struct Failure {
+    pub rule: &'static str,
+    pub detail: String,
+}
+
+impl std::fmt::Display for Failure {
+    fn fmt(&self, formatter: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(formatter, "broken rule: {}\n{}", self.rule, self.detail)
+    }
+}
+
+/// What a run checked, the first rule broken if any, and what it wrote.
+#[derive(Debug)]
+pub struct Report {
+    pub passed: Vec<&'static str>,
+    pub broken: Option<Failure>,
+    pub left_behind: Vec<String>,
+}
+
+/// Runs every rule against the API at `base_url` (without `/plants`), as
+/// owner A and owner B, printing one line per rule as it passes, until the
+/// first broken one.
+pub async fn run(base_url: &str, token_a: &str, token_b: &str) -> Report {
+    let mut suite = Suite {
+        api: Api::new(base_url),
+        a: Owner::new(token_a),
+        b: Owner::new(token_b),
+        run: run_id(),
+        passed: Vec::new(),
+    };
+    let broken = suite.run_all().await.err();
+    let first = suite.run;
+    // What the run may have written (a failed run may have stopped sooner).
+    let left_behind = vec![
+        format!(
+            "owner {}: plants {} to {} named \"acceptance {first} plant N\"",
+            suite.a.sub,
+            first + 1,
+            first + 3
+        ),
+        format!(
+            "owner {}: plant {} named \"acceptance {first} other owner\"",
+            suite.b.sub,
+            first + 1
+        ),
+    ];
+    Report {
+        passed: suite.passed,
+        broken,
+        left_behind,
+    }
+}
+
+/// A run's first id: milliseconds since the epoch times 1000, so runs never
+/// share ids (three per run) and stay far inside int64.
+fn run_id() -> i64 {
+    let millis = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .expect("the clock is after 1970")
+        .as_millis();
+    i64::try_from(millis).expect("milliseconds fit in i64") * 1000
+}
+
+struct Owner {
+    authorization: String,
+    /// The token's `sub`, read without verification: the API verifies.
+    sub: String,
+}
+
+impl Owner {
+    fn new(token: &str) -> Self {
+        let sub = token
+            .split('.')
+            .nth(1)
+            .and_then(|payload| URL_SAFE_NO_PAD.decode(payload).ok())
+            .and_then(|payload| serde_json::from_slice::<Value>(&payload).ok())
+            .and_then(|claims| claims.get("sub")?.as_str().map(str::to_owned))
+            .unwrap_or_else(|| "(a token without a readable sub)".to_owned());
+        Self {
+            authorization: format!("Bearer {token}"),
+            sub,
+        }
+    }
+}
+
+struct Suite {
+    api: Api,
+    a: Owner,
+    b: Owner,
+    run: i64,
+    passed: Vec<&'static str>,
+}
+
+impl Suite {
+    async fn run_all(&mut self) -> Result<(), Failure> {
+        self.creates_and_retries().await?;
+        self.isolates_owners().await?;
+        self.pages_to_the_end().await?;
+        self.rejects().await
+    }
+
+    fn passed(&mut self, rule: &'static str) {
+        println!("ok  {rule}");
+        self.passed.push(rule);
+    }
+
+    fn plant(&self, n: i64) -> (Value, Value) {
+        let name = format!("acceptance {} plant {n}", self.run);
+        // The second plant has no tag: its answer must leave the key out.
+        let plant = if n == 2 {
+            json!({"id": self.run + n, "name": name})
+        } else {
+            json!({"id": self.run + n, "name": name, "tag": "acceptance"})
+        };
+        let mut answer = plant.clone();
+        answer.as_object_mut().unwrap().remove("id");
+        (plant, answer)
+    }
+
+    async fn creates_and_retries(&mut self) -> Result<(), Failure> {
+        const RULE: &str = "POST /plants creates a plant and answers it without its id";
+        for n in 1..=3 {
+            let (plant, answer) = self.plant(n);
+            let response = self.api.post(&self.a.authorization, &plant).await;
+            response.expect_json(RULE, StatusCode::OK, &answer)?;
+        }
+        self.passed(RULE);
+
+        const RETRY: &str = "the same POST again is a safe retry: 200 with the same plant";
+        let (plant, answer) = self.plant(1);
+        let response = self.api.post(&self.a.authorization, &plant).await;
+        response.expect_json(RETRY, StatusCode::OK, &answer)?;
+        self.passed(RETRY);
+
+        const CONFLICT: &str = "other content for an existing id is 409";
+        let changed = json!({"id": self.run + 1, "name": "changed"});
+        let response = self.api.post(&self.a.authorization, &changed).await;
+        response.expect_error(CONFLICT, StatusCode::CONFLICT, "id")?;
+        self.passed(CONFLICT);
+        Ok(())
+    }
+
+    async fn isolates_owners(&mut self) -> Result<(), Failure> {
+        const RULE: &str = "another owner sees none of these plants and may use the same id";
+        let listing = self.list_all(&self.b.authorization, RULE).await?;
+        let marker = format!("acceptance {} plant", self.run);
+        if let Some(leaked) = listing.iter().find(|plant| name(plant).contains(&marker)) {
+            return Err(Failure {
+                rule: RULE,
+                detail: format!("owner B's listing holds owner A's plant {leaked}"),
+            });
+        }
+        let name = format!("acceptance {} other owner", self.run);
+        let plant = json!({"id": self.run + 1, "name": name});
+        let response = self.api.post(&self.b.authorization, &plant).await;
+        response.expect_json(RULE, StatusCode::OK, &json!({"name": name}))?;
+        self.passed(RULE);
+        Ok(())
+    }
+
+    async fn pages_to_the_end(&mut self) -> Result<(), Failure> {
+        const RULE: &str = "GET /plants pages through Link: every plant once, by id, unchanged";
+        let listing = self.list_all(&self.a.authorization, RULE).await?;
+        let marker = format!("acceptance {} ", self.run);
+        let mine: Vec<&Value> = listing
+            .iter()
+            .filter(|plant| name(plant).starts_with(&marker))
+            .collect();
+        let expected: Vec<Value> = (1..=3).map(|n| self.plant(n).1).collect();
+        if mine.iter().copied().ne(expected.iter()) {
+            return Err(Failure {
+                rule: RULE,
+                detail: format!(
+                    "owner A's plants of this run, in the order listed: {mine:?}; expected {expected:?} \
+                     (in id order; the 409 and owner B's plant change nothing)"
+                ),
+            });
+        }
+        self.passed(RULE);
+        Ok(())
+    }
+
+    /// Every plant of an owner, following `Link: <...>; rel="next"` from
+    /// `GET /plants?limit=2`; each page is a JSON array of at most 2 plants,
+    /// and a page that is not the last has exactly 2.
+    async fn list_all(
+        &self,
+        authorization: &str,
+        rule: &'static str,
+    ) -> Result<Vec<Value>, Failure> {
+        let mut plants = Vec::new();
+        let mut target = Some(format!("/plants?limit={PAGE_SIZE}"));
+        let mut pages = 0;
+        while let Some(path) = target {
+            pages += 1;
+            if pages > MAX_PAGES {
+                return Err(Failure {
+                    rule,
+                    detail: format!("Link still pointed onwards after {MAX_PAGES} pages"),
+                });
+            }
+            let response = self.api.get(authorization, &path).await;
+            let page = response.expect_status(rule, StatusCode::OK)?;
+            let Some(page) = page.as_array() else {
+                return Err(response.failure(rule, "the body is not a JSON array"));
+            };
+            target = response.next_link(rule)?;
+            let full = page.len() == PAGE_SIZE;
+            if page.len() > PAGE_SIZE || (target.is_some() && !full) {
+                return Err(response.failure(
+                    rule,
+                    &format!("{} plants on a page of limit {PAGE_SIZE}", page.len()),
+                ));
+            }
+            plants.extend(page.iter().cloned());
+        }
+        Ok(plants)
+    }
+
+    async fn rejects(&mut self) -> Result<(), Failure> {
+        let a = self.a.authorization.clone();
+        let run = self.run;
+
+        const NO_TOKEN: &str = "no token: 401 with WWW-Authenticate: Bearer realm=\"plants\"";
+        let response = self.api.send(Method::GET, "/plants", &[], None).await;
+        response.expect_error(NO_TOKEN, StatusCode::UNAUTHORIZED, "token")?;
+        response.expect_header(NO_TOKEN, "www-authenticate", CHALLENGE)?;
+        self.passed(NO_TOKEN);
+
+        const BAD_TOKEN: &str = "a token with a broken signature: 401 invalid_token";
+        let tampered = tamper(&a);
+        let response = self
+            .api
+            .send(
+                Method::GET,
+                "/plants",
+                &[("authorization", &tampered)],
+                None,
+            )
+            .await;
+        response.expect_error(BAD_TOKEN, StatusCode::UNAUTHORIZED, "token")?;
+        response.expect_header(BAD_TOKEN, "www-authenticate", INVALID_TOKEN)?;
+        self.passed(BAD_TOKEN);
+
+        const NO_NAME: &str = "a plant without a name: 400 naming the field";
+        let response = self.api.post(&a, &json!({"id": run + 4})).await;
+        response.expect_error(NO_NAME, StatusCode::BAD_REQUEST, "name")?;
+        self.passed(NO_NAME);
+
+        const BAD_LIMIT: &str = "limit=0: 400 naming limit";
+        let response = self.api.get(&a, "/plants?limit=0").await;
+        response.expect_error(BAD_LIMIT, StatusCode::BAD_REQUEST, "limit")?;
+        self.passed(BAD_LIMIT);
+
+        const UNKNOWN: &str = "an unknown path: 404";
+        let response = self.api.get(&a, "/gardens").await;
+        response.expect_error(UNKNOWN, StatusCode::NOT_FOUND, "path")?;
+        self.passed(UNKNOWN);
+
+        const METHOD: &str = "DELETE /plants: 405 with Allow: GET, POST";
+        let response = self
+            .api
+            .send(Method::DELETE, "/plants", &[("authorization", &a)], None)
+            .await;
+        response.expect_error(METHOD, StatusCode::METHOD_NOT_ALLOWED, "DELETE")?;
+        response.expect_header(METHOD, "allow", "GET, POST")?;
+        self.passed(METHOD);
+
+        const TOO_LARGE: &str = "a body over 16 KiB: 413";
+        let large = json!({"id": run + 5, "name": "x".repeat(OVERSIZED_NAME_LENGTH)});
+        let response = self.api.post(&a, &large).await;
+        response.expect_error(TOO_LARGE, StatusCode::PAYLOAD_TOO_LARGE, "16384 bytes")?;
+        self.passed(TOO_LARGE);
+
+        const NOT_JSON: &str = "Content-Type: text/plain: 415";
+        let body = json!({"id": run + 6, "name": "Ivy"}).to_string();
+        let headers = [
+            ("authorization", a.as_str()),
+            ("content-type", "text/plain"),
+        ];
+        let response = self
+            .api
+            .send(Method::POST, "/plants", &headers, Some(body))
+            .await;
+        response.expect_error(NOT_JSON, StatusCode::UNSUPPORTED_MEDIA_TYPE, "Content-Type")?;
+        self.passed(NOT_JSON);
+        Ok(())
+    }
+}
+
+/// The plant's name, by which a run finds its plants in a listing.
+fn name(plant: &Value) -> &str {
+    plant["name"].as_str().unwrap_or_default()
+}
+
+/// The same `Bearer` credential with its signature's last character changed.
+fn tamper(authorization: &str) -> String {
+    let mut tampered = authorization.to_owned();
+    let last = tampered.pop().unwrap_or('A');
+    tampered.push(if last == 'A' { 'B' } else { 'A' });
+    tampered
+}
+
+struct Api {
+    base_url: String,
+    client: Client<HttpsConnector<HttpConnector>, Full<Bytes>>,
+}
+
+impl Api {
+    fn new(base_url: &str) -> Self {
+        let connector = hyper_rustls::HttpsConnectorBuilder::new()
+            .with_native_roots()
+            .expect("the system's trust store loads")
+            .https_or_http()
+            .enable_http1()
+            .build();
+        Self {
+            base_url: base_url.trim_end_matches('/').to_owned(),
+            client: Client::builder(TokioExecutor::new()).build(connector),
+        }
+    }
+
+    async fn post(&self, authorization: &str, plant: &Value) -> Answer {
+        let headers = [
+            ("authorization", authorization),
+            ("content-type", "application/json"),
+        ];
+        self.send(Method::POST, "/plants", &headers, Some(plant.to_string()))
+            .await
+    }
+
+    async fn get(&self, authorization: &str, path: &str) -> Answer {
+        self.send(Method::GET, path, &[("authorization", authorization)], None)
+            .await
+    }
+
+    async fn send(
+        &self,
+        method: Method,
+        path: &str,
+        headers: &[(&str, &str)],
+        body: Option<String>,
+    ) -> Answer {
+        let request_line = format!("{method} {path}");
+        let mut request = Request::builder()
+            .method(method)
+            .uri(format!("{}{path}", self.base_url));
+        for (name, value) in headers {
+            request = request.header(*name, *value);
+        }
+        let request = request
+            .body(Full::new(Bytes::from(body.unwrap_or_default())))
+            .expect("a well-formed request");
+        let result = match self.client.request(request).await {
+            Ok(response) => {
+                let (parts, body) = response.into_parts();
+                match body.collect().await {
+                    Ok(body) => Ok((
+                        parts.status,
+                        parts.headers,
+                        String::from_utf8_lossy(&body.to_bytes()).into_owned(),
+                    )),
+                    Err(error) => Err(format!("reading the body failed: {error}")),
+                }
+            }
+            Err(error) => Err(format!("the request failed: {error}")),
+        };
+        Answer {
+            request_line,
+            result,
+        }
+    }
+}
+
+/// One response, or why there was none.
+struct Answer {
+    request_line: String,
+    result: Result<(StatusCode, HeaderMap, String), String>,
+}
+
+impl Answer {
+    fn failure(&self, rule: &'static str, problem: &str) -> Failure {
+        let answered = match &self.result {
+            Ok((status, headers, body)) => {
+                let mut shown: Vec<String> = headers
+                    .iter()
+                    .filter(|(name, _)| *name != "authorization")
+                    .map(|(name, value)| format!("{name}: {}", value.to_str().unwrap_or("?")))
+                    .collect();
+                shown.sort();
+                format!("{status}\n  {}\n  {body}", shown.join("\n  "))
+            }
+            Err(error) => error.clone(),
+        };
+        Failure {
+            rule,
+            detail: format!("{}: {problem}\nanswered: {answered}", self.request_line),
+        }
+    }
+
+    /// The body as JSON, if the status is `status` and the response is
+    /// `application/json` with a JSON body.
+    fn expect_status(&self, rule: &'static str, status: StatusCode) -> Result<Value, Failure> {
+        let Ok((actual, headers, body)) = &self.result else {
+            return Err(self.failure(rule, "no answer"));
+        };
+        if *actual != status {
+            return Err(self.failure(rule, &format!("expected status {status}")));
+        }
+        let content_type = headers.get("content-type").and_then(|v| v.to_str().ok());
+        if content_type != Some("application/json") {
+            return Err(self.failure(rule, "expected Content-Type: application/json"));
+        }
+        serde_json::from_str(body).map_err(|_| self.failure(rule, "the body is not JSON"))
+    }
+
+    fn expect_json(
+        &self,
+        rule: &'static str,
+        status: StatusCode,
+        expected: &Value,
+    ) -> Result<(), Failure> {
+        if self.expect_status(rule, status)? != *expected {
+            return Err(self.failure(rule, &format!("expected the body {expected}")));
+        }
+        Ok(())
+    }
+
+    /// The contract's Error body for `status`, its message naming `mentions`.
+    fn expect_error(
+        &self,
+        rule: &'static str,
+        status: StatusCode,
+        mentions: &str,
+    ) -> Result<(), Failure> {
+        let body = self.expect_status(rule, status)?;
+        let message = body["message"].as_str().unwrap_or_default();
+        let is_error_body = body["error"] == json!(status.as_u16())
+            && body.as_object().is_some_and(|fields| fields.len() == 2);
+        if !is_error_body || !message.contains(mentions) {
+            return Err(self.failure(
+                rule,
+                &format!(
+                    "expected the Error body {{\"error\": {}, \"message\": \"...{mentions}...\"}}",
+                    status.as_u16()
+                ),
+            ));
+        }
+        Ok(())
+    }
+
+    fn expect_header(&self, rule: &'static str, name: &str, value: &str) -> Result<(), Failure> {
+        let actual = self.header(name);
+        if actual.as_deref() != Some(value) {
+            return Err(self.failure(rule, &format!("expected {name}: {value}")));
+        }
+        Ok(())
+    }
+
+    fn header(&self, name: &str) -> Option<String> {
+        let (_, headers, _) = self.result.as_ref().ok()?;
+        Some(headers.get(name)?.to_str().ok()?.to_owned())
+    }
+
+    /// The path of `Link: <target>; rel="next"`, if any; the target may be
+    /// relative or absolute (an API behind a custom domain).
+    fn next_link(&self, rule: &'static str) -> Result<Option<String>, Failure> {
+        let Some(link) = self.header("link") else {
+            return Ok(None);
+        };
+        let target = link
+            .strip_prefix('<')
+            .and_then(|rest| rest.split_once(">; rel=\"next\""))
+            .map(|(target, _)| target.to_owned())
+            .ok_or_else(|| self.failure(rule, "expected Link: <...>; rel=\"next\""))?;
+        // Relative to the path the caller saw, which may carry a base path.
+        match target.find("/plants") {
+            Some(start) => Ok(Some(target[start..].to_owned())),
+            None => Err(self.failure(rule, "the Link target is no /plants URL")),
+        }
+    }
+}

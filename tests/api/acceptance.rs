@@ -1,0 +1,119 @@
+//! The acceptance suite (`plant_store_dev::acceptance`, `scripts/acceptance`)
+//! against the production handler served over HTTP on 127.0.0.1: it passes
+//! and leaves exactly what it says in the table, and it names the rule when
+//! the API breaks one (here: a front that drops the `Link` header). The full
+//! run also points it at `cargo lambda watch` and `sam local start-api`.
+
+use std::sync::Arc;
+
+use lambda_http::Body;
+use lambda_http::http::StatusCode;
+use plant_store_dev::acceptance;
+use plant_store_testkit::http_server::{Reply, body_bytes, listen, respond, serve};
+use plant_store_testkit::{ApiGatewayEvent, TestApp, bearer};
+use serde_json::{Value, json};
+
+/// The handler behind a plain HTTP server, each request turned into an HTTP
+/// API event as API Gateway would; `drop_header`, if given, is removed from
+/// every response (a broken deployment). Returns the base URL.
+async fn serve_over_http(app: Arc<TestApp>, drop_header: Option<&'static str>) -> String {
+    let (listener, address) = listen().await;
+    serve(listener, move |request| {
+        let app = app.clone();
+        async move {
+            let (parts, body) = request.into_parts();
+            let target = parts.uri.path_and_query().map_or("/", |p| p.as_str());
+            let mut event = ApiGatewayEvent::new(parts.method.as_str(), target);
+            for (name, value) in &parts.headers {
+                event = event.header(name.as_str(), value.to_str().unwrap());
+            }
+            let body = body_bytes(body).await;
+            if !body.is_empty() {
+                event = event.body(std::str::from_utf8(&body).unwrap());
+            }
+            let response = app.api.handle(event.build()).await;
+            let headers: Vec<(&str, String)> = response
+                .headers()
+                .iter()
+                .filter(|(name, _)| Some(name.as_str()) != drop_header)
+                .map(|(name, value)| (name.as_str(), value.to_str().unwrap().to_owned()))
+                .collect();
+            let body = match response.body() {
+                Body::Text(text) => text.clone().into_bytes(),
+                Body::Binary(bytes) => bytes.clone(),
+                Body::Empty => Vec::new(),
+                _ => unreachable!("the handler answers text"),
+            };
+            Reply::Respond(respond(
+                StatusCode::from_u16(response.status().as_u16()).unwrap(),
+                &headers,
+                body,
+            ))
+        }
+    });
+    format!("http://{address}")
+}
+
+fn token(owner: &str) -> String {
+    bearer(owner).strip_prefix("Bearer ").unwrap().to_owned()
+}
+
+#[tokio::test]
+async fn the_acceptance_suite_passes_and_leaves_what_it_reports() {
+    let app = Arc::new(TestApp::new().await);
+    let url = serve_over_http(app.clone(), None).await;
+
+    let report = acceptance::run(&url, &token("alice"), &token("bob")).await;
+
+    assert!(report.broken.is_none(), "{:?}", report.broken);
+    assert_eq!(report.passed.len(), 13, "{:?}", report.passed);
+    // Exactly the plants the report names, as first written: the 409 and
+    // bob's plant of the same id changed nothing of alice's.
+    let stored: Vec<Value> = app.stored_items().await;
+    let ids: Vec<i64> = stored
+        .iter()
+        .map(|item| item["id"].as_i64().unwrap())
+        .collect();
+    let first = ids[0] - 1;
+    let name = |n: i64| format!("acceptance {first} plant {n}");
+    assert_eq!(
+        stored,
+        vec![
+            json!({"owner": "alice", "id": first + 1, "name": name(1), "tag": "acceptance"}),
+            json!({"owner": "alice", "id": first + 2, "name": name(2)}),
+            json!({"owner": "alice", "id": first + 3, "name": name(3), "tag": "acceptance"}),
+            json!({"owner": "bob", "id": first + 1, "name": format!("acceptance {first} other owner")}),
+        ]
+    );
+    assert_eq!(
+        report.left_behind,
+        vec![
+            format!(
+                "owner alice: plants {} to {} named \"acceptance {first} plant N\"",
+                first + 1,
+                first + 3
+            ),
+            format!(
+                "owner bob: plant {} named \"acceptance {first} other owner\"",
+                first + 1
+            ),
+        ]
+    );
+}
+
+#[tokio::test]
+async fn the_acceptance_suite_names_the_rule_an_api_breaks() {
+    let app = Arc::new(TestApp::new().await);
+    let url = serve_over_http(app, Some("link")).await;
+
+    let report = acceptance::run(&url, &token("alice"), &token("bob")).await;
+
+    let broken = report.broken.expect("a listing without Link is caught");
+    assert_eq!(
+        broken.rule,
+        "GET /plants pages through Link: every plant once, by id, unchanged"
+    );
+    // The rules before it held; none after it ran.
+    assert_eq!(report.passed.len(), 4, "{:?}", report.passed);
+    assert!(!broken.to_string().contains(&token("alice")));
+}
