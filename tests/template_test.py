@@ -7,8 +7,8 @@
   log groups of the template (not ones created on first use, kept forever).
 - Every alarm notifies the alarm topic when it fires, and each thing the
   docs/operating.md's "Operating it" names is watched.
-- The table is protected: deletion protection, point-in-time recovery,
-  retained with the stack.
+- The table is protected: deletion protection (unless a development stack
+  turns it off), point-in-time recovery, retained with the stack.
 - The Cognito user pool admits only admin-created users unless asked.
 - Every deploy is gradual and reversible: the function publishes the alias
   `live`, its deployment preference takes its type from the DeploymentType
@@ -27,6 +27,10 @@ into what that mode needs: the API calls the alias, CodeDeploy shifts it and
 rolls it back on the alarms, and no resource depends on itself (cfn-lint
 does not see cycles that only the SAM transform creates).
 
+The named environments of samconfig.toml (`Environments`) differ as
+docs/deploying.md says, and name only parameters and values the template
+allows.
+
 Run: python3 tests/template_test.py (scripts/test runs it with the venv that
 has cfn-lint, whose YAML loader understands the intrinsic-function tags).
 """
@@ -39,6 +43,7 @@ import pathlib
 import re
 import subprocess
 import sys
+import tomllib
 import unittest
 
 from cfnlint.decode import decode
@@ -176,8 +181,11 @@ def table_problems(template):
     table = template["Resources"][TABLE]
     properties = table["Properties"]
     problems = []
-    if properties.get("DeletionProtectionEnabled") is not True:
-        problems.append("the table has no deletion protection")
+    protection = template["Parameters"]["TableDeletionProtection"].get("Default")
+    if properties.get("DeletionProtectionEnabled") != {"Fn::If": ["ProtectTable", True, False]}:
+        problems.append("the table's deletion protection does not follow TableDeletionProtection")
+    if protection != "true":
+        problems.append("the table has no deletion protection by default")
     pitr = properties.get("PointInTimeRecoverySpecification", {})
     if pitr.get("PointInTimeRecoveryEnabled") is not True:
         problems.append("the table has no point-in-time recovery")
@@ -294,6 +302,9 @@ MUTATIONS = {
     "deletion protection": lambda t: t["Resources"][TABLE]["Properties"].pop(
         "DeletionProtectionEnabled"
     ),
+    "deletion protection off by default": lambda t: t["Parameters"][
+        "TableDeletionProtection"
+    ].update(Default="false"),
     "point-in-time recovery": lambda t: t["Resources"][TABLE]["Properties"].pop(
         "PointInTimeRecoverySpecification"
     ),
@@ -504,6 +515,35 @@ class ComputeTypes(unittest.TestCase):
         [statement] = endpoint["PolicyDocument"]["Statement"]
         self.assertEqual(set(statement["Action"]), dynamodb_actions_in_code())
         self.assertEqual(statement["Resource"], {"Fn::GetAtt": [TABLE, "Arn"]})
+
+
+class Environments(unittest.TestCase):
+    """samconfig.toml's `dev` and `prod`: what each must differ in, and
+    overrides that name parameters of the template with values it allows."""
+
+    def overrides(self, environment):
+        config = tomllib.loads((ROOT / "samconfig.toml").read_text())
+        deploy = config[environment]["deploy"]["parameters"]
+        self.assertIn("CAPABILITY_AUTO_EXPAND", deploy["capabilities"])
+        pairs = dict(pair.split("=", 1) for pair in deploy["parameter_overrides"].split())
+        parameters = load_template()["Parameters"]
+        for name, value in pairs.items():
+            self.assertIn(name, parameters)
+            allowed = parameters[name].get("AllowedValues")
+            if allowed:
+                self.assertIn(value, [str(v) for v in allowed], name)
+        return deploy["stack_name"], pairs
+
+    def test_dev_and_prod_are_separate_stacks_deployed_differently(self):
+        dev_stack, dev = self.overrides("dev")
+        prod_stack, prod = self.overrides("prod")
+        self.assertNotEqual(dev_stack, prod_stack)
+        self.assertEqual(dev["DeploymentType"], "AllAtOnce")
+        self.assertTrue(prod["DeploymentType"].startswith(("Canary", "Linear")))
+        self.assertLess(int(dev["LogRetentionDays"]), int(prod["LogRetentionDays"]))
+        self.assertEqual(dev["TableDeletionProtection"], "false")
+        self.assertEqual(prod["TableDeletionProtection"], "true")
+        self.assertIn("@", prod["AlarmEmail"])
 
 
 class MutationsAreCaught(unittest.TestCase):
