@@ -10,7 +10,7 @@
 use std::process::{Command, Stdio};
 
 use xtask::process::{Scope, free_port, run, run_logged};
-use xtask::tools::{ensure_python_tools, ensure_qemu_arm64};
+use xtask::tools::{ensure_actionlint, ensure_python_tools, ensure_qemu_arm64};
 use xtask::{Result, log, setting, tools_dir};
 
 use crate::contract::{Target, contract_test};
@@ -32,6 +32,9 @@ pub fn full_test() -> Result {
             .stdout(Stdio::null()))?;
         log!("template: what matters for safety and cost (tests/template_test.py)");
         run(Command::new("python3").arg("tests/template_test.py"))?;
+
+        log!("the GitHub Actions workflow: actionlint");
+        run(Command::new(ensure_actionlint()?).arg(".github/workflows/deploy.yml"))?;
 
         log!("cargo fmt --check");
         run(Command::new("cargo").args(["fmt", "--all", "--", "--check"]))?;

