@@ -32,6 +32,7 @@ async fn main() {
         issuer: "https://issuer.bench".into(),
         audience: None,
         cognito_client_id: None,
+        scopes: None,
     };
 
     let (mut inline, mut remote) = (Vec::new(), Vec::new());

@@ -1,12 +1,14 @@
 //! Bearer tokens: parse the `Authorization` header, verify the JWT against the
-//! issuer's signing keys, and yield the caller as an [`Owner`].
+//! issuer's signing keys, check that it grants the route's scope when scopes
+//! are configured, and yield the caller as an [`Owner`].
 
 use jsonwebtoken::{Validation, errors::ErrorKind};
 use lambda_http::http::HeaderMap;
 use lambda_http::http::header::AUTHORIZATION;
 use serde::Deserialize;
+use serde_json::Value;
 
-use crate::config::TokenRules;
+use crate::config::{ScopeRules, TokenRules};
 use crate::domain::Owner;
 use crate::jwks::{ACCEPTED_ALGORITHMS, KeySource};
 /// Clock skew tolerated on `exp` and `nbf`, in seconds.
@@ -15,8 +17,16 @@ const LEEWAY_SECONDS: u64 = 30;
 /// refused before any decoding work.
 const MAX_TOKEN_BYTES: usize = 8 * 1024;
 
-/// Why a request is not authenticated. Never carries the token itself.
+/// What a route needs a token to grant, when scopes are configured.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Access {
+    Read,
+    Write,
+}
+
+/// Why a request is not authenticated or not allowed. Never carries the
+/// token itself.
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub enum AuthError {
     /// No `Authorization` header, or not the `Bearer` scheme.
     MissingToken,
@@ -25,6 +35,8 @@ pub enum AuthError {
     /// Any other reason: malformed (not one RFC 6750 b64token), signature,
     /// key, algorithm, issuer, audience, claims.
     InvalidToken,
+    /// A valid token that does not grant this scope, which the route needs.
+    InsufficientScope { scope: String },
 }
 
 #[derive(Deserialize)]
@@ -32,6 +44,28 @@ struct Claims {
     sub: String,
     token_use: Option<String>,
     client_id: Option<String>,
+    /// The granted scopes: `scope`, space-separated (RFC 9068), and `scp`,
+    /// space-separated or an array, as some issuers send it. Kept as JSON
+    /// and read only when scopes are required, so that with scopes off no
+    /// token is refused for these claims, whatever their type.
+    scope: Option<Value>,
+    scp: Option<Value>,
+}
+
+impl Claims {
+    /// Whether `scope` is among the granted scopes: in `scope` (a string), or
+    /// in `scp` (a string or an array of strings). Values of another JSON
+    /// type grant nothing.
+    fn grants(&self, scope: &str) -> bool {
+        let in_list = |list: &str| list.split(' ').any(|granted| granted == scope);
+        let in_scope = matches!(&self.scope, Some(Value::String(list)) if in_list(list));
+        let in_scp = match &self.scp {
+            Some(Value::String(list)) => in_list(list),
+            Some(Value::Array(items)) => items.iter().any(|item| item.as_str() == Some(scope)),
+            _ => false,
+        };
+        in_scope || in_scp
+    }
 }
 
 /// Verifies bearer tokens for one issuer (and audience, when configured).
@@ -41,6 +75,7 @@ pub struct Verifier {
     /// algorithm of a `Validation` to match the key's family.
     validations: Vec<Validation>,
     cognito_client_id: Option<String>,
+    scopes: Option<ScopeRules>,
 }
 
 impl Verifier {
@@ -70,16 +105,22 @@ impl Verifier {
             keys,
             validations,
             cognito_client_id: rules.cognito_client_id.clone(),
+            scopes: rules.scopes.clone(),
         }
     }
 
-    /// The caller named by the request's bearer token.
-    pub async fn authenticate(&self, headers: &HeaderMap) -> Result<Owner, AuthError> {
+    /// The caller named by the request's bearer token, if the token grants
+    /// `access` (always, when no scopes are configured).
+    pub async fn authenticate(
+        &self,
+        headers: &HeaderMap,
+        access: Access,
+    ) -> Result<Owner, AuthError> {
         let token = bearer_token(headers)?;
-        self.verify(token).await
+        self.verify(token, access).await
     }
 
-    async fn verify(&self, token: &str) -> Result<Owner, AuthError> {
+    async fn verify(&self, token: &str, access: Access) -> Result<Owner, AuthError> {
         if token.len() > MAX_TOKEN_BYTES {
             return Err(AuthError::InvalidToken);
         }
@@ -104,6 +145,17 @@ impl Verifier {
             let is_access_token = claims.token_use.as_deref() == Some("access");
             if !is_access_token || claims.client_id.as_ref() != Some(client_id) {
                 return Err(AuthError::InvalidToken);
+            }
+        }
+        if let Some(scopes) = &self.scopes {
+            let scope = match access {
+                Access::Read => &scopes.read,
+                Access::Write => &scopes.write,
+            };
+            if !claims.grants(scope) {
+                return Err(AuthError::InsufficientScope {
+                    scope: scope.clone(),
+                });
             }
         }
         Owner::parse(claims.sub).ok_or(AuthError::InvalidToken)
@@ -208,5 +260,46 @@ mod tests {
             bearer_token(&headers(&["Bearer a", "Bearer b"])),
             Err(AuthError::InvalidToken)
         );
+    }
+
+    fn claims(scope: Value, scp: Value) -> Claims {
+        serde_json::from_value(serde_json::json!({"sub": "alice", "scope": scope, "scp": scp}))
+            .unwrap()
+    }
+
+    #[test]
+    fn scopes_come_from_scope_and_scp_in_either_form() {
+        use serde_json::json;
+        let granted = [
+            claims(json!("openid plants/read"), Value::Null),
+            claims(Value::Null, json!("plants/read")),
+            claims(Value::Null, json!(["email", "plants/read"])),
+            claims(json!("x"), json!(["plants/read"])),
+        ];
+        for claims in &granted {
+            assert!(claims.grants("plants/read"));
+            assert!(!claims.grants("plants/write"));
+        }
+        let refused = [
+            claims(Value::Null, Value::Null),
+            claims(json!(""), json!([])),
+            // A prefix, another case, a neighbour in the list: no match.
+            claims(json!("plants/readx plants/rea"), json!(["PLANTS/READ"])),
+            // Not a space-separated list.
+            claims(json!("plants/write,plants/read"), Value::Null),
+            claims(json!("plants/read\tx"), Value::Null),
+            // Other JSON types grant nothing.
+            claims(json!(["plants/read"]), json!({"plants/read": true})),
+            claims(json!(1), json!([1, null, ["plants/read"]])),
+            claims(json!(true), json!(null)),
+        ];
+        for claims in &refused {
+            assert!(
+                !claims.grants("plants/read"),
+                "{:?} {:?}",
+                claims.scope,
+                claims.scp
+            );
+        }
     }
 }

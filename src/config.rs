@@ -28,6 +28,17 @@ pub struct TokenRules {
     /// Amazon Cognito mode: only access tokens (`token_use` "access") issued
     /// to this app client (`client_id`); Cognito access tokens have no `aud`.
     pub cognito_client_id: Option<String>,
+    /// `AUTH_SCOPE_READ` and `AUTH_SCOPE_WRITE`, set together: the OAuth 2.0
+    /// scope each kind of route requires. Unset, no scope is required.
+    pub scopes: Option<ScopeRules>,
+}
+
+/// The scope that reading plants requires, and the one creating them does.
+/// Neither implies the other (docs/contract.md).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ScopeRules {
+    pub read: String,
+    pub write: String,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -64,15 +75,28 @@ impl Default for KeyRefresh {
     }
 }
 
+/// A setting the function cannot start with: the variable, and what it must be.
 #[derive(Debug)]
-pub struct ConfigError(&'static str);
+pub struct ConfigError {
+    variable: &'static str,
+    rule: &'static str,
+}
+
+impl ConfigError {
+    fn missing(variable: &'static str) -> Self {
+        Self {
+            variable,
+            rule: "must be set and not empty",
+        }
+    }
+}
 
 impl fmt::Display for ConfigError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(
             f,
-            "the environment variable {} must be set and not empty",
-            self.0
+            "the environment variable {} {}",
+            self.variable, self.rule
         )
     }
 }
@@ -87,7 +111,7 @@ impl Config {
     /// Reads the settings through `lookup` (the environment, or a test's map).
     pub fn from_lookup(lookup: impl Fn(&str) -> Option<String>) -> Result<Self, ConfigError> {
         let optional = |name: &str| lookup(name).filter(|value| !value.trim().is_empty());
-        let required = |name: &'static str| optional(name).ok_or(ConfigError(name));
+        let required = |name: &'static str| optional(name).ok_or(ConfigError::missing(name));
         let issuer = required("AUTH_ISSUER")?;
         let remote = |url| KeyConfig::Url {
             url,
@@ -107,10 +131,43 @@ impl Config {
                 issuer,
                 audience: optional("AUTH_AUDIENCE"),
                 cognito_client_id: optional("AUTH_COGNITO_CLIENT_ID"),
+                scopes: scope_rules(&optional)?,
             },
             keys,
         })
     }
+}
+
+/// Both scope names, or neither; each one RFC 6749 scope-token (it goes into
+/// the `WWW-Authenticate` header as it is).
+fn scope_rules(
+    optional: &impl Fn(&str) -> Option<String>,
+) -> Result<Option<ScopeRules>, ConfigError> {
+    const READ: &str = "AUTH_SCOPE_READ";
+    const WRITE: &str = "AUTH_SCOPE_WRITE";
+    let (read, write) = match (optional(READ), optional(WRITE)) {
+        (None, None) => return Ok(None),
+        (Some(read), Some(write)) => (read, write),
+        (None, Some(_)) => return Err(ConfigError::missing(READ)),
+        (Some(_), None) => return Err(ConfigError::missing(WRITE)),
+    };
+    for (variable, scope) in [(READ, &read), (WRITE, &write)] {
+        if !is_scope_token(scope) {
+            return Err(ConfigError {
+                variable,
+                rule: "must be one OAuth 2.0 scope: printable ASCII without spaces, quotes or backslashes",
+            });
+        }
+    }
+    Ok(Some(ScopeRules { read, write }))
+}
+
+/// `scope-token = 1*( %x21 / %x23-5B / %x5D-7E )` (RFC 6749, section 3.3).
+pub fn is_scope_token(scope: &str) -> bool {
+    !scope.is_empty()
+        && scope
+            .bytes()
+            .all(|byte| matches!(byte, 0x21 | 0x23..=0x5B | 0x5D..=0x7E))
 }
 
 #[cfg(test)]
@@ -177,5 +234,38 @@ mod tests {
         assert_eq!(config.rules.cognito_client_id, None);
         assert!(self::config(&[("AUTH_ISSUER", "x")]).is_err());
         assert!(self::config(&[("PLANTS_TABLE", "x")]).is_err());
+        assert_eq!(config.rules.scopes, None);
+    }
+
+    #[test]
+    fn scopes_are_both_named_or_neither() {
+        let base = [
+            ("PLANTS_TABLE", "plants"),
+            ("AUTH_ISSUER", "https://issuer"),
+        ];
+        let with =
+            |extra: &[(&'static str, &'static str)]| config(&[base.as_slice(), extra].concat());
+        assert_eq!(
+            with(&[
+                ("AUTH_SCOPE_READ", "plants/read"),
+                ("AUTH_SCOPE_WRITE", "plants/write")
+            ])
+            .unwrap()
+            .rules
+            .scopes,
+            Some(ScopeRules {
+                read: "plants/read".into(),
+                write: "plants/write".into()
+            })
+        );
+        let error = with(&[("AUTH_SCOPE_READ", "plants/read")]).unwrap_err();
+        assert!(error.to_string().contains("AUTH_SCOPE_WRITE"), "{error}");
+        let error = with(&[("AUTH_SCOPE_READ", "a b"), ("AUTH_SCOPE_WRITE", "w")]).unwrap_err();
+        assert!(
+            error
+                .to_string()
+                .contains("AUTH_SCOPE_READ must be one OAuth 2.0 scope")
+        );
+        assert!(with(&[("AUTH_SCOPE_READ", "r"), ("AUTH_SCOPE_WRITE", "w\\")]).is_err());
     }
 }

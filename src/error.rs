@@ -12,6 +12,8 @@ use crate::store::StoreError;
 
 const CHALLENGE: &str = r#"Bearer realm="plants""#;
 const CHALLENGE_INVALID_TOKEN: &str = r#"Bearer realm="plants", error="invalid_token""#;
+/// RFC 6750, section 3.1, followed by `scope="..."`.
+const CHALLENGE_INSUFFICIENT_SCOPE: &str = r#"Bearer realm="plants", error="insufficient_scope""#;
 /// Seconds a client should wait before retrying when the store is unavailable.
 const RETRY_AFTER_SECONDS: &str = "1";
 
@@ -42,6 +44,7 @@ impl ApiError {
     pub fn status(&self) -> StatusCode {
         match self {
             Self::InvalidBody(_) | Self::InvalidQuery(_) => StatusCode::BAD_REQUEST,
+            Self::Auth(AuthError::InsufficientScope { .. }) => StatusCode::FORBIDDEN,
             Self::Auth(_) => StatusCode::UNAUTHORIZED,
             Self::NotFound => StatusCode::NOT_FOUND,
             Self::MethodNotAllowed { .. } => StatusCode::METHOD_NOT_ALLOWED,
@@ -73,6 +76,11 @@ impl ApiError {
             }
             Self::Auth(AuthError::InvalidToken) => {
                 "The bearer token in the Authorization header is not valid.".into()
+            }
+            Self::Auth(AuthError::InsufficientScope { scope }) => {
+                format!(
+                    "The bearer token does not grant the scope {scope}, which this operation requires."
+                )
             }
             Self::NotFound => "No resource exists at this path.".into(),
             Self::MethodNotAllowed {
@@ -108,6 +116,13 @@ impl ApiError {
         match self {
             Self::Auth(AuthError::MissingToken) => {
                 headers.insert(WWW_AUTHENTICATE, HeaderValue::from_static(CHALLENGE));
+            }
+            Self::Auth(AuthError::InsufficientScope { scope }) => {
+                // The configuration admits only scope-tokens: a valid value.
+                let challenge = format!(r#"{CHALLENGE_INSUFFICIENT_SCOPE}, scope="{scope}""#);
+                if let Ok(challenge) = HeaderValue::from_str(&challenge) {
+                    headers.insert(WWW_AUTHENTICATE, challenge);
+                }
             }
             Self::Auth(_) => {
                 headers.insert(

@@ -67,11 +67,12 @@ impl PlantApi {
         response
     }
 
-    /// Every route needs a token: it is verified here, once, and each
-    /// operation receives the caller it names.
+    /// Every route needs a token: it is verified here, once, with the
+    /// route's scope (before any body is read), and each operation receives
+    /// the caller it names.
     async fn dispatch(&self, request: &Request, route: Route) -> Result<Response<Body>, ApiError> {
-        let operation = match route {
-            Route::Found(route) => route.operation,
+        let route = match route {
+            Route::Found(route) => route,
             Route::MethodNotAllowed { path } => {
                 return Err(ApiError::MethodNotAllowed {
                     method: request.method().to_string(),
@@ -81,8 +82,11 @@ impl PlantApi {
             }
             Route::NotFound => return Err(ApiError::NotFound),
         };
-        let owner = self.verifier.authenticate(request.headers()).await?;
-        match operation {
+        let owner = self
+            .verifier
+            .authenticate(request.headers(), route.access)
+            .await?;
+        match route.operation {
             Operation::ListPlants => self.list_plants(&owner, request).await,
             Operation::CreatePlant => self.create_plant(&owner, request).await,
         }

@@ -3,6 +3,8 @@
 
 use lambda_http::http::Method;
 
+use crate::auth::Access;
+
 /// What a request asks the API to do.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Operation {
@@ -19,6 +21,8 @@ pub struct RouteSpec {
     /// it): the metrics' `Route` dimension.
     pub key: &'static str,
     pub operation: Operation,
+    /// The scope kind a token must grant, when scopes are configured.
+    pub access: Access,
 }
 
 /// Every route of the API. Each needs a bearer token.
@@ -28,12 +32,14 @@ pub const ROUTES: [RouteSpec; 2] = [
         path: "/plants",
         key: "GET /plants",
         operation: Operation::ListPlants,
+        access: Access::Read,
     },
     RouteSpec {
         method: Method::POST,
         path: "/plants",
         key: "POST /plants",
         operation: Operation::CreatePlant,
+        access: Access::Write,
     },
 ];
 

@@ -8,7 +8,7 @@ use std::sync::OnceLock;
 use jsonwebtoken::Algorithm;
 use lambda_http::http::{HeaderMap, HeaderValue, header::AUTHORIZATION};
 use libfuzzer_sys::fuzz_target;
-use plant_store::auth::Verifier;
+use plant_store::auth::{Access, Verifier};
 use plant_store::config::TokenRules;
 use plant_store::jwks::{KeySet, KeySource};
 use plant_store_dev::DevKey;
@@ -28,6 +28,7 @@ fn setup() -> &'static Setup {
             issuer: "https://fuzz".into(),
             audience: None,
             cognito_client_id: None,
+            scopes: None,
         };
         Setup {
             runtime: tokio::runtime::Builder::new_current_thread()
@@ -48,7 +49,7 @@ fn authenticate(setup: &Setup, value: &[u8]) -> bool {
     headers.insert(AUTHORIZATION, value);
     setup
         .runtime
-        .block_on(setup.verifier.authenticate(&headers))
+        .block_on(setup.verifier.authenticate(&headers, Access::Write))
         .is_ok()
 }
 

@@ -53,6 +53,7 @@ pub fn token_rules() -> TokenRules {
         issuer: ISSUER.into(),
         audience: Some(AUDIENCE.into()),
         cognito_client_id: None,
+        scopes: None,
     }
 }
 

@@ -123,6 +123,7 @@ async fn cognito_mode_accepts_access_tokens_of_its_client_only() {
         issuer: plant_store_testkit::ISSUER.into(),
         audience: None,
         cognito_client_id: Some("app-client-123".into()),
+        scopes: None,
     };
     let keys_json = &keys().jwks;
     let key_set = KeySet::from_jwks_json(keys_json).unwrap();

@@ -14,6 +14,7 @@ mod hostile;
 mod pagination;
 mod remote_keys;
 mod sam_local;
+mod scopes;
 
 /// The command that runs the function's `bootstrap`: `PLANT_STORE_BOOTSTRAP`
 /// (split at spaces; scripts/test sets it to the arm64 artifact under

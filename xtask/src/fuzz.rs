@@ -17,7 +17,7 @@ use xtask::process::{run, tail};
 use xtask::tools::ensure_cargo_tool;
 use xtask::{Result, log, tools_dir};
 
-const TARGETS: [&str; 4] = ["body", "authorization", "limit", "cursor"];
+const TARGETS: [&str; 5] = ["body", "authorization", "limit", "cursor", "scopes"];
 
 pub fn fuzz(seconds: u64, build: &str) -> Result {
     ensure_cargo_tool("cargo-fuzz", "cargo-fuzz", "0.13.2")?;

@@ -1,0 +1,94 @@
+//! Any `scope` and `scp` claims in a genuinely signed token, with scopes
+//! required: verification never panics, and a token is accepted only if a
+//! claim grants the route's scope exactly (`scope` a space-separated string,
+//! `scp` such a string or an array holding it). The input is split at its
+//! first NUL into the two claims; each part is used as JSON when it parses
+//! (every JSON type, any size up to the token limit), else as a string.
+#![no_main]
+
+use std::sync::OnceLock;
+
+use jsonwebtoken::Algorithm;
+use lambda_http::http::{HeaderMap, HeaderValue, header::AUTHORIZATION};
+use libfuzzer_sys::fuzz_target;
+use plant_store::auth::{Access, Verifier};
+use plant_store::config::{ScopeRules, TokenRules};
+use plant_store::jwks::{KeySet, KeySource};
+use plant_store_dev::{DevKey, unix_now};
+use serde_json::{Value, json};
+
+const ISSUER: &str = "https://fuzz";
+const READ: &str = "plants/read";
+
+struct Setup {
+    runtime: tokio::runtime::Runtime,
+    verifier: Verifier,
+    key: DevKey,
+}
+
+fn setup() -> &'static Setup {
+    static SETUP: OnceLock<Setup> = OnceLock::new();
+    SETUP.get_or_init(|| {
+        let key = DevKey::generate(Algorithm::EdDSA).unwrap();
+        let keys = KeySet::from_jwks_json(&DevKey::jwks_json(&[&key])).unwrap();
+        let rules = TokenRules {
+            issuer: ISSUER.into(),
+            audience: None,
+            cognito_client_id: None,
+            scopes: Some(ScopeRules {
+                read: READ.into(),
+                write: "plants/write".into(),
+            }),
+        };
+        Setup {
+            runtime: tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+                .unwrap(),
+            verifier: Verifier::new(KeySource::Inline(keys), &rules),
+            key,
+        }
+    })
+}
+
+fn claim(bytes: &[u8]) -> Value {
+    serde_json::from_slice(bytes)
+        .unwrap_or_else(|_| Value::String(String::from_utf8_lossy(bytes).into_owned()))
+}
+
+/// What the contract says the claims grant, written independently of the
+/// function's code.
+fn grants_read(scope: &Value, scp: &Value) -> bool {
+    let in_list = |value: &Value| value.as_str().is_some_and(|list| list.split(' ').any(|s| s == READ));
+    in_list(scope)
+        || in_list(scp)
+        || scp
+            .as_array()
+            .is_some_and(|items| items.iter().any(|item| item == READ))
+}
+
+fuzz_target!(|data: &[u8]| {
+    let setup = setup();
+    let (scope, scp) = match data.iter().position(|&byte| byte == 0) {
+        Some(at) => (claim(&data[..at]), claim(&data[at + 1..])),
+        None => (claim(data), Value::Null),
+    };
+    let now = unix_now();
+    let claims = json!({"iss": ISSUER, "sub": "fuzzer", "exp": now + 600, "scope": scope, "scp": scp});
+    let token = setup.key.sign(&claims).unwrap();
+    let mut headers = HeaderMap::new();
+    headers.insert(
+        AUTHORIZATION,
+        HeaderValue::from_str(&format!("Bearer {token}")).unwrap(),
+    );
+    let accepted = setup
+        .runtime
+        .block_on(setup.verifier.authenticate(&headers, Access::Read))
+        .is_ok();
+    // Tokens over 8 KiB are refused whatever they grant.
+    if token.len() <= 8 * 1024 {
+        assert_eq!(accepted, grants_read(&scope, &scp), "scope {scope} scp {scp}");
+    } else {
+        assert!(!accepted);
+    }
+});

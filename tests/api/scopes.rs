@@ -1,0 +1,154 @@
+//! OAuth 2.0 scopes (AUTH_SCOPE_READ, AUTH_SCOPE_WRITE): a token without the
+//! route's scope gets 403 with the RFC 6750 `insufficient_scope` challenge,
+//! before its body is read or the store is called; `scope` and `scp` in each
+//! form grant; write does not imply read; with scopes off, nothing changes.
+
+use plant_store::auth::Verifier;
+use plant_store::config::{ScopeRules, TokenRules};
+use plant_store::jwks::{KeySet, KeySource};
+use plant_store_testkit::forgeries::{claims, with};
+use plant_store_testkit::{ApiGatewayEvent, TestApp, TestResponse, keys, token_rules};
+use serde_json::{Value, json};
+
+const READ: &str = "plants/read";
+const WRITE: &str = "plants/write";
+
+async fn app_requiring_scopes() -> TestApp {
+    let rules = TokenRules {
+        scopes: Some(ScopeRules {
+            read: READ.into(),
+            write: WRITE.into(),
+        }),
+        ..token_rules()
+    };
+    let key_set = KeySet::from_jwks_json(&keys().jwks).unwrap();
+    TestApp::with_verifier(Verifier::new(KeySource::Inline(key_set), &rules)).await
+}
+
+/// `Bearer` and a token for alice with `claim` set to `value`.
+fn bearer_with(claim: &str, value: Value) -> String {
+    let token = keys()
+        .eddsa
+        .sign(&with(claims("alice"), claim, value))
+        .unwrap();
+    format!("Bearer {token}")
+}
+
+fn assert_insufficient_scope(response: &TestResponse, scope: &str) {
+    response.assert_error(403, scope);
+    assert_eq!(
+        response.header("www-authenticate"),
+        Some(
+            format!(r#"Bearer realm="plants", error="insufficient_scope", scope="{scope}""#)
+                .as_str()
+        )
+    );
+}
+
+const PLANT: &str = r#"{"id": 1, "name": "Fern"}"#;
+
+#[tokio::test]
+async fn a_read_only_token_lists_and_cannot_create() {
+    let app = app_requiring_scopes().await;
+    let reader = bearer_with("scope", json!(READ));
+
+    let listed = app.get(&reader, "").await;
+    assert_eq!((listed.status, &listed.body), (200, &json!([])));
+
+    let calls = app.dynamodb_calls();
+    assert_insufficient_scope(&app.post(&reader, PLANT).await, WRITE);
+    // Refused before the body is looked at: not 415 or 413 either.
+    let text = ApiGatewayEvent::new("POST", "/plants")
+        .header("authorization", &reader)
+        .header("content-type", "text/plain")
+        .body(&"x".repeat(17 * 1024));
+    assert_insufficient_scope(&app.send(text.build()).await, WRITE);
+    assert_eq!(
+        app.dynamodb_calls(),
+        calls,
+        "no store call for a refused POST"
+    );
+    assert_eq!(app.stored_items().await, Vec::<Value>::new());
+}
+
+#[tokio::test]
+async fn a_write_token_creates_and_does_not_imply_read() {
+    let app = app_requiring_scopes().await;
+    let writer = bearer_with("scp", json!([WRITE]));
+    let created = app.post(&writer, PLANT).await;
+    assert_eq!(
+        (created.status, &created.body),
+        (200, &json!({"name": "Fern"}))
+    );
+    assert_insufficient_scope(&app.get(&writer, "").await, READ);
+    assert_eq!(
+        app.stored_items().await,
+        vec![json!({"owner": "alice", "id": 1, "name": "Fern"})]
+    );
+}
+
+#[tokio::test]
+async fn both_claims_in_every_form_grant_their_scopes() {
+    let app = app_requiring_scopes().await;
+    let both = format!("{READ} {WRITE}");
+    for (n, (claim, value)) in [
+        ("scope", json!(both)),
+        ("scp", json!(both)),
+        ("scp", json!([READ, WRITE])),
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        let caller = bearer_with(claim, value.clone());
+        let body = json!({"id": n, "name": "Fern"}).to_string();
+        assert_eq!(
+            app.post(&caller, &body).await.status,
+            200,
+            "{claim}: {value}"
+        );
+        assert_eq!(app.get(&caller, "").await.status, 200, "{claim}: {value}");
+    }
+}
+
+#[tokio::test]
+async fn tokens_without_the_scope_in_a_usable_form_are_refused_with_403() {
+    let app = app_requiring_scopes().await;
+    for (claim, value) in [
+        ("scope", json!("openid email")),
+        ("scope", json!("")),
+        ("scope", json!(format!("{READ},{WRITE}"))),
+        ("scope", json!([READ, WRITE])),
+        ("scp", json!({"plants/read": true})),
+        ("scp", json!(7)),
+        ("scope", Value::Null),
+        ("scope", json!("plants/readx PLANTS/READ plants/rea")),
+    ] {
+        assert_insufficient_scope(&app.get(&bearer_with(claim, value), "").await, READ);
+    }
+    // An invalid token is still a 401, whatever it claims.
+    let forged = bearer_with("scope", json!(READ)).replace("Bearer ey", "Bearer ex");
+    assert_eq!(app.get(&forged, "").await.status, 401);
+}
+
+#[tokio::test]
+async fn with_scopes_off_the_claims_change_nothing() {
+    let app = TestApp::new().await;
+    for (n, (claim, value)) in [
+        ("scope", json!("openid")),
+        ("scope", json!(5)),
+        ("scp", json!({"a": [1]})),
+        ("scp", Value::Null),
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        let caller = bearer_with(claim, value.clone());
+        let body = json!({"id": n, "name": "Fern"}).to_string();
+        assert_eq!(
+            app.post(&caller, &body).await.status,
+            200,
+            "{claim}: {value}"
+        );
+        assert_eq!(app.get(&caller, "").await.status, 200, "{claim}: {value}");
+    }
+}
