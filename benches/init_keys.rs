@@ -31,7 +31,7 @@ async fn main() {
     let rules = TokenRules {
         issuer: "https://issuer.bench".into(),
         audience: None,
-        cognito_client_id: None,
+        cognito_client_ids: Vec::new(),
         scopes: None,
     };
 

@@ -74,7 +74,7 @@ pub struct Verifier {
     /// One set of rules per accepted algorithm: jsonwebtoken requires every
     /// algorithm of a `Validation` to match the key's family.
     validations: Vec<Validation>,
-    cognito_client_id: Option<String>,
+    cognito_client_ids: Vec<String>,
     scopes: Option<ScopeRules>,
 }
 
@@ -104,7 +104,7 @@ impl Verifier {
         Self {
             keys,
             validations,
-            cognito_client_id: rules.cognito_client_id.clone(),
+            cognito_client_ids: rules.cognito_client_ids.clone(),
             scopes: rules.scopes.clone(),
         }
     }
@@ -141,9 +141,13 @@ impl Verifier {
                 _ => AuthError::InvalidToken,
             })?
             .claims;
-        if let Some(client_id) = &self.cognito_client_id {
+        if !self.cognito_client_ids.is_empty() {
             let is_access_token = claims.token_use.as_deref() == Some("access");
-            if !is_access_token || claims.client_id.as_ref() != Some(client_id) {
+            let is_our_client = claims
+                .client_id
+                .as_ref()
+                .is_some_and(|id| self.cognito_client_ids.contains(id));
+            if !is_access_token || !is_our_client {
                 return Err(AuthError::InvalidToken);
             }
         }

@@ -25,9 +25,11 @@ pub struct TokenRules {
     pub issuer: String,
     /// The required `aud`, if any.
     pub audience: Option<String>,
-    /// Amazon Cognito mode: only access tokens (`token_use` "access") issued
-    /// to this app client (`client_id`); Cognito access tokens have no `aud`.
-    pub cognito_client_id: Option<String>,
+    /// `AUTH_COGNITO_CLIENT_ID`, comma-separated: Amazon Cognito mode when
+    /// not empty, where only access tokens (`token_use` "access") issued to
+    /// one of these app clients (`client_id`) are accepted; Cognito access
+    /// tokens have no `aud`.
+    pub cognito_client_ids: Vec<String>,
     /// `AUTH_SCOPE_READ` and `AUTH_SCOPE_WRITE`, set together: the OAuth 2.0
     /// scope each kind of route requires. Unset, no scope is required.
     pub scopes: Option<ScopeRules>,
@@ -130,7 +132,15 @@ impl Config {
             rules: TokenRules {
                 issuer,
                 audience: optional("AUTH_AUDIENCE"),
-                cognito_client_id: optional("AUTH_COGNITO_CLIENT_ID"),
+                cognito_client_ids: optional("AUTH_COGNITO_CLIENT_ID")
+                    .map(|ids| {
+                        ids.split(',')
+                            .map(str::trim)
+                            .filter(|id| !id.is_empty())
+                            .map(str::to_owned)
+                            .collect()
+                    })
+                    .unwrap_or_default(),
                 scopes: scope_rules(&optional)?,
             },
             keys,
@@ -231,10 +241,23 @@ mod tests {
         ];
         let config = config(&pairs).unwrap();
         assert_eq!(config.rules.audience, None);
-        assert_eq!(config.rules.cognito_client_id, None);
+        assert_eq!(config.rules.cognito_client_ids, Vec::<String>::new());
         assert!(self::config(&[("AUTH_ISSUER", "x")]).is_err());
         assert!(self::config(&[("PLANTS_TABLE", "x")]).is_err());
         assert_eq!(config.rules.scopes, None);
+    }
+
+    #[test]
+    fn cognito_client_ids_are_a_comma_separated_list() {
+        let pairs = [
+            ("PLANTS_TABLE", "plants"),
+            ("AUTH_ISSUER", "https://issuer"),
+            ("AUTH_COGNITO_CLIENT_ID", "users-client, machine-client,"),
+        ];
+        assert_eq!(
+            config(&pairs).unwrap().rules.cognito_client_ids,
+            ["users-client", "machine-client"]
+        );
     }
 
     #[test]

@@ -27,7 +27,7 @@ fn setup() -> &'static Setup {
         let rules = TokenRules {
             issuer: "https://fuzz".into(),
             audience: None,
-            cognito_client_id: None,
+            cognito_client_ids: Vec::new(),
             scopes: None,
         };
         Setup {

@@ -34,7 +34,7 @@ fn setup() -> &'static Setup {
         let rules = TokenRules {
             issuer: ISSUER.into(),
             audience: None,
-            cognito_client_id: None,
+            cognito_client_ids: Vec::new(),
             scopes: Some(ScopeRules {
                 read: READ.into(),
                 write: "plants/write".into(),

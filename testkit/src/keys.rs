@@ -52,7 +52,7 @@ pub fn token_rules() -> TokenRules {
     TokenRules {
         issuer: ISSUER.into(),
         audience: Some(AUDIENCE.into()),
-        cognito_client_id: None,
+        cognito_client_ids: Vec::new(),
         scopes: None,
     }
 }

@@ -118,11 +118,11 @@ async fn get_requires_a_valid_token_too() {
 }
 
 #[tokio::test]
-async fn cognito_mode_accepts_access_tokens_of_its_client_only() {
+async fn cognito_mode_accepts_access_tokens_of_its_clients_only() {
     let rules = TokenRules {
         issuer: plant_store_testkit::ISSUER.into(),
         audience: None,
-        cognito_client_id: Some("app-client-123".into()),
+        cognito_client_ids: vec!["app-client-123".into(), "machine-client-456".into()],
         scopes: None,
     };
     let keys_json = &keys().jwks;
@@ -142,6 +142,14 @@ async fn cognito_mode_accepts_access_tokens_of_its_client_only() {
             .status,
         200
     );
+    // A client-credentials token of the other configured client (its `sub`
+    // is the client id).
+    let machine = with(
+        with(access.clone(), "client_id", json!("machine-client-456")),
+        "sub",
+        json!("machine-client-456"),
+    );
+    assert_eq!(app.get(&sign(&machine), "").await.status, 200);
 
     let id_token = json!({
         "iss": plant_store_testkit::ISSUER, "sub": "alice", "exp": now + 600, "iat": now,
@@ -152,6 +160,14 @@ async fn cognito_mode_accepts_access_tokens_of_its_client_only() {
         (
             "another client's access token",
             with(access.clone(), "client_id", json!("other")),
+        ),
+        (
+            "two configured ids as one",
+            with(
+                access.clone(),
+                "client_id",
+                json!("app-client-123,machine-client-456"),
+            ),
         ),
         (
             "no token_use",
