@@ -27,6 +27,10 @@ into what that mode needs: the API calls the alias, CodeDeploy shifts it and
 rolls it back on the alarms, and no resource depends on itself (cfn-lint
 does not see cycles that only the SAM transform creates).
 
+With RequireScopes (`Scopes`): the function requires plants/read and
+plants/write, and the Cognito resource server, domain and clients that grant
+them exist only then.
+
 The named environments of samconfig.toml (`Environments`) differ as
 docs/deploying.md says, and name only parameters and values the template
 allows.
@@ -374,18 +378,22 @@ def of_type(resources, kind, false_conditions=()):
 
 
 DEFAULT_DEPLOYMENT = "Canary10Percent5Minutes"
-# Each compute type with the default deployment (a canary) and AllAtOnce.
+SCOPES = {"RequireScopes": "true"}
+# Each compute type with the default deployment (a canary) and AllAtOnce;
+# and with scopes required.
 MODES = [
     {},
     {"DeploymentType": "AllAtOnce"},
     MANAGED_INSTANCES,
     {**MANAGED_INSTANCES, "DeploymentType": "AllAtOnce"},
+    SCOPES,
 ]
 
 
 def mode_name(parameters):
     compute = parameters.get("ComputeType", "Lambda")
-    return f"{compute}, {parameters.get('DeploymentType', DEFAULT_DEPLOYMENT)}"
+    scopes = ", scopes" if parameters.get("RequireScopes") == "true" else ""
+    return f"{compute}, {parameters.get('DeploymentType', DEFAULT_DEPLOYMENT)}{scopes}"
 
 
 def references(value):
@@ -515,6 +523,55 @@ class ComputeTypes(unittest.TestCase):
         [statement] = endpoint["PolicyDocument"]["Statement"]
         self.assertEqual(set(statement["Action"]), dynamodb_actions_in_code())
         self.assertEqual(statement["Resource"], {"Fn::GetAtt": [TABLE, "Arn"]})
+
+
+class Scopes(unittest.TestCase):
+    """RequireScopes: the function requires plants/read and plants/write,
+    which the Cognito resource server defines; the users' client may request
+    both through the OAuth 2.0 endpoints, the machine client only the read
+    scope; off by default, with none of these resources."""
+
+    NOT_CREATED = ("ScopesWithCognito", "UseManagedInstances", "CreateDynamoDbEndpoint")
+
+    def function_env(self, resources):
+        [function] = of_type(resources, "AWS::Lambda::Function")
+        return function["Environment"]["Variables"]
+
+    def test_scopes_are_off_by_default(self):
+        resources = translated({})
+        env = self.function_env(resources)
+        self.assertEqual((env["AUTH_SCOPE_READ"], env["AUTH_SCOPE_WRITE"]), ("", ""))
+        for kind in ("AWS::Cognito::UserPoolResourceServer", "AWS::Cognito::UserPoolDomain"):
+            self.assertEqual(of_type(resources, kind, self.NOT_CREATED), [], kind)
+        self.assertEqual(len(of_type(resources, "AWS::Cognito::UserPoolClient", self.NOT_CREATED)), 1)
+
+    def test_with_scopes_each_route_needs_its_scope_and_cognito_grants_them(self):
+        resources = translated(SCOPES)
+        env = self.function_env(resources)
+        self.assertEqual((env["AUTH_SCOPE_READ"], env["AUTH_SCOPE_WRITE"]), ("plants/read", "plants/write"))
+        [server] = of_type(resources, "AWS::Cognito::UserPoolResourceServer")
+        self.assertEqual(server["Identifier"], "plants")
+        self.assertEqual([s["ScopeName"] for s in server["Scopes"]], ["read", "write"])
+        [_domain] = of_type(resources, "AWS::Cognito::UserPoolDomain")
+        clients = {c["ClientName"]: c for c in of_type(resources, "AWS::Cognito::UserPoolClient")}
+        # Compared as text: the SAM CLI's emulation of AWS::LanguageExtensions
+        # leaves a Sub that names a resource as its bare string.
+        read, write = "${PlantsResourceServer}/read", "${PlantsResourceServer}/write"
+        users = clients["plant-store-cli"]
+        self.assertEqual(users["AllowedOAuthFlows"], ["code"])
+        self.assertEqual(json.dumps(users["AllowedOAuthScopes"]).count("PlantsResourceServer"), 2)
+        self.assertIn(read, json.dumps(users["AllowedOAuthScopes"]))
+        self.assertIn(write, json.dumps(users["AllowedOAuthScopes"]))
+        machine = clients["plant-store-reader"]
+        self.assertEqual(machine["AllowedOAuthFlows"], ["client_credentials"])
+        scopes = json.dumps(machine["AllowedOAuthScopes"])
+        self.assertIn(read, scopes)
+        self.assertNotIn(write, scopes)
+        self.assertEqual(len(machine["AllowedOAuthScopes"]), 1)
+        # The function accepts both clients' access tokens.
+        accepted = json.dumps(env["AUTH_COGNITO_CLIENT_ID"])
+        self.assertIn("UserPoolClient", accepted)
+        self.assertIn("ReadOnlyMachineClient", accepted)
 
 
 class Environments(unittest.TestCase):
