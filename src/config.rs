@@ -16,7 +16,16 @@ pub struct Config {
     pub rules: TokenRules,
     /// Where the verification keys come from.
     pub keys: KeyConfig,
+    /// `MAX_PLANTS_PER_OWNER`: how many plants one owner may store
+    /// ([`DEFAULT_MAX_PLANTS_PER_OWNER`] when unset).
+    pub max_plants_per_owner: u32,
 }
+
+/// Enough for any person's collection, and a bound on what one token (or a
+/// stolen one) can make the table hold: 10,000 plants of at most ~1.4 KB.
+pub const DEFAULT_MAX_PLANTS_PER_OWNER: u32 = 10_000;
+/// The most `MAX_PLANTS_PER_OWNER` may be.
+const MAX_PLANTS_PER_OWNER_LIMIT: u32 = 1_000_000;
 
 /// What a token must say, besides a valid signature and `exp`.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -127,7 +136,20 @@ impl Config {
                 issuer.trim_end_matches('/')
             )),
         };
+        let max_plants_per_owner = match optional("MAX_PLANTS_PER_OWNER") {
+            None => DEFAULT_MAX_PLANTS_PER_OWNER,
+            Some(value) => value
+                .trim()
+                .parse()
+                .ok()
+                .filter(|max| (1..=MAX_PLANTS_PER_OWNER_LIMIT).contains(max))
+                .ok_or(ConfigError {
+                    variable: "MAX_PLANTS_PER_OWNER",
+                    rule: "must be a whole number from 1 to 1000000",
+                })?,
+        };
         Ok(Self {
+            max_plants_per_owner,
             table: required("PLANTS_TABLE")?,
             rules: TokenRules {
                 issuer,
@@ -245,6 +267,28 @@ mod tests {
         assert!(self::config(&[("AUTH_ISSUER", "x")]).is_err());
         assert!(self::config(&[("PLANTS_TABLE", "x")]).is_err());
         assert_eq!(config.rules.scopes, None);
+    }
+
+    #[test]
+    fn the_plant_bound_has_a_default_and_a_range() {
+        let base = [
+            ("PLANTS_TABLE", "plants"),
+            ("AUTH_ISSUER", "https://issuer"),
+        ];
+        let with =
+            |value: &'static str| config(&[base[0], base[1], ("MAX_PLANTS_PER_OWNER", value)]);
+        assert_eq!(
+            config(&base).unwrap().max_plants_per_owner,
+            DEFAULT_MAX_PLANTS_PER_OWNER
+        );
+        assert_eq!(with("25").unwrap().max_plants_per_owner, 25);
+        for refused in ["0", "-1", "1000001", "ten", "2.5"] {
+            let error = with(refused).unwrap_err();
+            assert!(
+                error.to_string().contains("MAX_PLANTS_PER_OWNER"),
+                "{refused}"
+            );
+        }
     }
 
     #[test]

@@ -30,6 +30,10 @@ pub enum ApiError {
         allowed: Vec<&'static Method>,
     },
     Conflict(PlantId),
+    /// The owner already has the most plants allowed.
+    TooManyPlants {
+        max: u32,
+    },
     PayloadTooLarge {
         max_bytes: usize,
     },
@@ -48,7 +52,7 @@ impl ApiError {
             Self::Auth(_) => StatusCode::UNAUTHORIZED,
             Self::NotFound => StatusCode::NOT_FOUND,
             Self::MethodNotAllowed { .. } => StatusCode::METHOD_NOT_ALLOWED,
-            Self::Conflict(_) => StatusCode::CONFLICT,
+            Self::Conflict(_) | Self::TooManyPlants { .. } => StatusCode::CONFLICT,
             Self::PayloadTooLarge { .. } => StatusCode::PAYLOAD_TOO_LARGE,
             Self::UnsupportedMediaType => StatusCode::UNSUPPORTED_MEDIA_TYPE,
             Self::Unavailable(_) => StatusCode::SERVICE_UNAVAILABLE,
@@ -93,6 +97,11 @@ impl ApiError {
             }
             Self::Conflict(id) => {
                 format!("A plant with id {id} already exists with a different name or tag.")
+            }
+            Self::TooManyPlants { max } => {
+                format!(
+                    "The owner already has the maximum of {max} plants; no more can be created."
+                )
             }
             Self::PayloadTooLarge { max_bytes } => {
                 format!("The request body must not exceed {max_bytes} bytes.")

@@ -105,8 +105,14 @@ impl PlantApi {
             });
         }
         let new = NewPlant::from_json(body)?;
-        if let Created::AlreadyStored(stored) = self.store.create(owner, &new).await? {
-            new.check_retry_of(&stored)?;
+        match self.store.create(owner, &new).await? {
+            Created::New { .. } => {}
+            Created::AlreadyStored(stored) => new.check_retry_of(&stored)?,
+            Created::LimitReached => {
+                return Err(ApiError::TooManyPlants {
+                    max: self.store.max_plants_per_owner(),
+                });
+            }
         }
         Ok(json_response(StatusCode::OK, &new.plant)?)
     }

@@ -19,7 +19,7 @@ async fn main() -> Result<(), Error> {
     let config = Config::from_env()?;
     let keys = KeySource::from_config(&config.keys)?;
     let client = aws_sdk_dynamodb::Client::from_conf(client_config().await);
-    let store = PlantStore::new(client, config.table);
+    let store = PlantStore::new(client, config.table, config.max_plants_per_owner);
     // Both remote calls of a request, made ready while init has full CPU.
     tokio::join!(keys.prefetch(), store.warm_up());
     let api = Arc::new(PlantApi::new(Verifier::new(keys, &config.rules), store));

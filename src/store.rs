@@ -1,9 +1,14 @@
 //! The DynamoDB adapter: the only module that knows the table's layout.
 //!
 //! Layout: partition key `owner` (S, the token's `sub`), sort key `id` (N),
-//! attributes `name` (S) and `tag` (S, absent when the plant has none).
-//! [`TABLE_KEY`] states the key for whatever creates the table (the
-//! development tool; `template.yaml` declares the same).
+//! attributes `name` (S) and `tag` (S, absent when the plant has none). Each
+//! owner's partition also holds one counter item, at an `id` below every
+//! int64 ([`COUNTER_ID`]), whose `plants` (N) is how many plants the owner
+//! has: a plant and its count are written in one transaction, which is how
+//! the per-owner bound holds under concurrency. Listings read only the int64
+//! range of ids, so the counter is never a plant. [`TABLE_KEY`] states the
+//! key for whatever creates the table (the development tool; `template.yaml`
+//! declares the same).
 
 use std::collections::HashMap;
 use std::env;
@@ -19,10 +24,11 @@ use aws_sdk_dynamodb::config::BehaviorVersion;
 use aws_sdk_dynamodb::config::retry::RetryConfig;
 use aws_sdk_dynamodb::config::timeout::TimeoutConfig;
 use aws_sdk_dynamodb::error::{DisplayErrorContext, ProvideErrorMetadata, SdkError};
-use aws_sdk_dynamodb::operation::put_item::PutItemError;
 use aws_sdk_dynamodb::operation::query::builders::QueryFluentBuilder;
+use aws_sdk_dynamodb::operation::transact_write_items::TransactWriteItemsError;
 use aws_sdk_dynamodb::types::{
-    AttributeValue, KeyType, ReturnValuesOnConditionCheckFailure, ScalarAttributeType,
+    AttributeValue, KeyType, Put, ReturnConsumedCapacity, ReturnValuesOnConditionCheckFailure,
+    ScalarAttributeType, TransactWriteItem, Update,
 };
 
 use crate::domain::{Limit, NewPlant, Owner, Plant, PlantId, PlantName, PlantTag};
@@ -51,6 +57,15 @@ const ID: KeyAttribute = KeyAttribute {
 pub const TABLE_KEY: [KeyAttribute; 2] = [OWNER, ID];
 const NAME: &str = "name";
 const TAG: &str = "tag";
+/// The sort key of an owner's counter item: one below `i64::MIN`, so no
+/// plant id can be it, and outside the range every listing reads.
+pub const COUNTER_ID: &str = "-9223372036854775809";
+/// The counter item's attribute: how many plants the owner has.
+const PLANT_COUNT: &str = "plants";
+/// How often a create is tried again when DynamoDB cancels its transaction
+/// for a conflict with another one on the same counter (concurrent creates
+/// of one owner), each after a short random pause.
+const CONFLICT_ATTEMPTS: u32 = 8;
 
 // How long the store may take, chosen so that a 503 is always answered well
 // inside the function's 10 s timeout (template.yaml), even for a listing
@@ -153,25 +168,34 @@ where
     }
 }
 
-/// The answer to a create: the plant is new, or a plant already has that id.
+/// The answer to a create: the plant is new (and what the write cost), a
+/// plant already has that id, or the owner has as many plants as allowed.
 #[derive(Debug)]
 pub enum Created {
-    New,
+    New { write_units: Option<f64> },
     AlreadyStored(Plant),
+    LimitReached,
 }
 
 #[derive(Clone)]
 pub struct PlantStore {
     client: Client,
     table: String,
+    max_plants_per_owner: u32,
 }
 
 impl PlantStore {
-    pub fn new(client: Client, table: impl Into<String>) -> Self {
+    pub fn new(client: Client, table: impl Into<String>, max_plants_per_owner: u32) -> Self {
         Self {
             client,
             table: table.into(),
+            max_plants_per_owner,
         }
+    }
+
+    /// How many plants one owner may store.
+    pub fn max_plants_per_owner(&self) -> u32 {
+        self.max_plants_per_owner
     }
 
     /// Connects to DynamoDB during init, where Lambda gives the function full
@@ -194,10 +218,73 @@ impl PlantStore {
         }
     }
 
-    /// Stores a plant unless the owner already has one with that id; never
-    /// overwrites. On a conflict the stored plant comes back from the failed
-    /// condition itself (no second read).
+    /// Stores a plant unless the owner already has one with that id (never
+    /// overwrites) or already has the most plants allowed. The plant and the
+    /// owner's count are written in one transaction: the put only if the id
+    /// is free, the count only if it is below the bound. On an existing id
+    /// the stored plant comes back from the failed condition itself (no
+    /// second read), and that answer wins over the bound, so that a retry of
+    /// a stored plant is still answered.
     pub async fn create(&self, owner: &Owner, new: &NewPlant) -> Result<Created, StoreError> {
+        let transaction = self.create_transaction(owner, new)?;
+        let mut attempt = 1;
+        loop {
+            let result = self
+                .client
+                .transact_write_items()
+                .set_transact_items(Some(transaction.clone()))
+                .return_consumed_capacity(ReturnConsumedCapacity::Total)
+                .send()
+                .await;
+            let cancelled = match result {
+                Ok(output) => {
+                    let write_units = output
+                        .consumed_capacity()
+                        .iter()
+                        .filter_map(|consumed| consumed.capacity_units())
+                        .reduce(|total, units| total + units);
+                    return Ok(Created::New { write_units });
+                }
+                Err(error) => match error.as_service_error() {
+                    Some(TransactWriteItemsError::TransactionCanceledException(cancelled)) => {
+                        cancelled.clone()
+                    }
+                    _ => return Err(error.into()),
+                },
+            };
+            let reasons = cancelled.cancellation_reasons();
+            let code = |index: usize| reasons.get(index).and_then(|reason| reason.code());
+            if code(0) == Some("ConditionalCheckFailed") {
+                let stored = reasons[0].item().ok_or_else(|| {
+                    StoreError::Unexpected("condition failed without the stored item".into())
+                })?;
+                return Ok(Created::AlreadyStored(plant_from_item(stored)?));
+            }
+            if code(1) == Some("ConditionalCheckFailed") {
+                return Ok(Created::LimitReached);
+            }
+            let conflict = reasons
+                .iter()
+                .any(|r| r.code() == Some("TransactionConflict"));
+            if !conflict || attempt == CONFLICT_ATTEMPTS {
+                let codes: Vec<&str> = reasons.iter().filter_map(|r| r.code()).collect();
+                return Err(StoreError::Unavailable(format!(
+                    "transaction cancelled after {attempt} attempts: {codes:?}"
+                )));
+            }
+            attempt += 1;
+            tokio::time::sleep(conflict_pause()).await;
+        }
+    }
+
+    /// The put of the plant and the update of its owner's count.
+    fn create_transaction(
+        &self,
+        owner: &Owner,
+        new: &NewPlant,
+    ) -> Result<Vec<TransactWriteItem>, StoreError> {
+        let built =
+            |error: aws_sdk_dynamodb::error::BuildError| StoreError::Unexpected(error.to_string());
         let mut item = item_key(owner, new.id);
         item.insert(
             NAME.to_owned(),
@@ -206,26 +293,32 @@ impl PlantStore {
         if let Some(tag) = &new.plant.tag {
             item.insert(TAG.to_owned(), AttributeValue::S(tag.as_str().to_owned()));
         }
-        let result = self
-            .client
-            .put_item()
+        let put = Put::builder()
             .table_name(&self.table)
             .set_item(Some(item))
             .condition_expression("attribute_not_exists(#id)")
             .expression_attribute_names("#id", ID.name)
             .return_values_on_condition_check_failure(ReturnValuesOnConditionCheckFailure::AllOld)
-            .send()
-            .await;
-        if let Err(SdkError::ServiceError(service)) = &result
-            && let PutItemError::ConditionalCheckFailedException(conflict) = service.err()
-        {
-            let stored = conflict.item().ok_or_else(|| {
-                StoreError::Unexpected("condition failed without the stored item".into())
-            })?;
-            return Ok(Created::AlreadyStored(plant_from_item(stored)?));
-        }
-        result?;
-        Ok(Created::New)
+            .build()
+            .map_err(built)?;
+        let count = Update::builder()
+            .table_name(&self.table)
+            .set_key(Some(counter_key(owner)))
+            .update_expression("SET #plants = if_not_exists(#plants, :zero) + :one")
+            .condition_expression("attribute_not_exists(#plants) OR #plants < :max")
+            .expression_attribute_names("#plants", PLANT_COUNT)
+            .expression_attribute_values(":zero", AttributeValue::N("0".into()))
+            .expression_attribute_values(":one", AttributeValue::N("1".into()))
+            .expression_attribute_values(
+                ":max",
+                AttributeValue::N(self.max_plants_per_owner.to_string()),
+            )
+            .build()
+            .map_err(built)?;
+        Ok(vec![
+            TransactWriteItem::builder().put(put).build(),
+            TransactWriteItem::builder().update(count).build(),
+        ])
     }
 
     /// A page of the owner's plants in ascending id order: at most `limit`,
@@ -277,10 +370,24 @@ impl PlantStore {
         self.client
             .query()
             .table_name(&self.table)
-            .key_condition_expression("#owner = :owner")
+            .key_condition_expression("#owner = :owner AND #id BETWEEN :first AND :last")
             .expression_attribute_names("#owner", OWNER.name)
+            .expression_attribute_names("#id", ID.name)
             .expression_attribute_values(":owner", AttributeValue::S(owner))
+            // Plant ids only: the counter item sits below this range.
+            .expression_attribute_values(":first", AttributeValue::N(i64::MIN.to_string()))
+            .expression_attribute_values(":last", AttributeValue::N(i64::MAX.to_string()))
     }
+}
+
+/// A pause of 5 to 40 ms before a create is tried again, varied so that
+/// the creates that conflicted do not meet again.
+fn conflict_pause() -> Duration {
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap_or_default()
+        .subsec_nanos();
+    Duration::from_millis(5 + u64::from(nanos % 36))
 }
 
 /// One page of a listing.
@@ -299,6 +406,17 @@ fn item_key(owner: &Owner, id: PlantId) -> Item {
             AttributeValue::S(owner.as_str().to_owned()),
         ),
         (ID.name.to_owned(), AttributeValue::N(id.to_string())),
+    ])
+}
+
+/// The key of an owner's counter item.
+fn counter_key(owner: &Owner) -> Item {
+    Item::from([
+        (
+            OWNER.name.to_owned(),
+            AttributeValue::S(owner.as_str().to_owned()),
+        ),
+        (ID.name.to_owned(), AttributeValue::N(COUNTER_ID.to_owned())),
     ])
 }
 

@@ -97,11 +97,23 @@ def load_template():
     return template
 
 
+# What IAM checks for the items of a TransactWriteItems call: each item's own
+# action (there is no dynamodb:TransactWriteItems action).
+TRANSACTION_ITEMS = {"Put": "put_item", "Update": "update_item", "Delete": "delete_item",
+                     "ConditionCheck": "condition_check_item"}
+
+
 def dynamodb_actions_in_code():
-    """`dynamodb:PutItem` for every `.client.put_item()` (and so on) in src/."""
+    """`dynamodb:PutItem` for every `.client.put_item()` (and so on) in src/,
+    and for every `Put::builder()` (and so on) of a transaction."""
     calls = set()
     for source in (ROOT / "src").rglob("*.rs"):
-        calls |= set(re.findall(r"\.client\s*\.([a-z_]+)\(\)", source.read_text()))
+        text = source.read_text()
+        calls |= set(re.findall(r"\.client\s*\.([a-z_]+)\(\)", text))
+        if "transact_write_items" in calls:
+            calls.discard("transact_write_items")
+            for item in re.findall(r"\b(Put|Update|Delete|ConditionCheck)::builder\(\)", text):
+                calls.add(TRANSACTION_ITEMS[item])
     return {"dynamodb:" + "".join(part.title() for part in call.split("_")) for call in calls}
 
 
@@ -259,7 +271,9 @@ class TemplateTest(unittest.TestCase):
     def test_the_code_calls_what_the_policy_should_grant(self):
         # Guards the derivation itself: if it found nothing, an empty policy
         # would pass the IAM check.
-        self.assertEqual(dynamodb_actions_in_code(), {"dynamodb:PutItem", "dynamodb:Query"})
+        self.assertEqual(
+            dynamodb_actions_in_code(), {"dynamodb:PutItem", "dynamodb:UpdateItem", "dynamodb:Query"}
+        )
 
 
 def statement(template):
@@ -572,6 +586,16 @@ class Scopes(unittest.TestCase):
         accepted = json.dumps(env["AUTH_COGNITO_CLIENT_ID"])
         self.assertIn("UserPoolClient", accepted)
         self.assertIn("ReadOnlyMachineClient", accepted)
+
+
+class Bound(unittest.TestCase):
+    def test_the_template_deploys_the_functions_default_bound(self):
+        code = (ROOT / "src/config.rs").read_text()
+        [default] = re.findall(r"DEFAULT_MAX_PLANTS_PER_OWNER: u32 = ([0-9_]+);", code)
+        parameter = load_template()["Parameters"]["MaxPlantsPerOwner"]
+        self.assertEqual(parameter["Default"], int(default.replace("_", "")))
+        variables = load_template()["Resources"][FUNCTION]["Properties"]["Environment"]["Variables"]
+        self.assertEqual(variables["MAX_PLANTS_PER_OWNER"], {"Ref": "MaxPlantsPerOwner"})
 
 
 class Environments(unittest.TestCase):

@@ -4,8 +4,9 @@ use aws_sdk_dynamodb::Client;
 use aws_sdk_dynamodb::types::AttributeValue;
 use lambda_http::Request;
 use plant_store::auth::Verifier;
+use plant_store::config::DEFAULT_MAX_PLANTS_PER_OWNER;
 use plant_store::http::PlantApi;
-use plant_store::store::PlantStore;
+use plant_store::store::{COUNTER_ID, PlantStore};
 use plant_store_dev::create_table;
 use serde_json::{Value, json};
 
@@ -28,16 +29,21 @@ impl TestApp {
     }
 
     pub async fn with_verifier(verifier: Verifier) -> Self {
-        Self::build(verifier, None).await
+        Self::build(verifier, None, DEFAULT_MAX_PLANTS_PER_OWNER).await
     }
 
     /// The function's client goes through `endpoint` (a fault proxy); the
     /// table and the test's own reads stay on DynamoDB Local.
     pub async fn with_store_endpoint(endpoint: &str) -> Self {
-        Self::build(verifier(), Some(endpoint)).await
+        Self::build(verifier(), Some(endpoint), DEFAULT_MAX_PLANTS_PER_OWNER).await
     }
 
-    async fn build(verifier: Verifier, store_endpoint: Option<&str>) -> Self {
+    /// An owner may store at most `max` plants.
+    pub async fn with_max_plants_per_owner(max: u32) -> Self {
+        Self::build(verifier(), None, max).await
+    }
+
+    async fn build(verifier: Verifier, store_endpoint: Option<&str>, max_plants: u32) -> Self {
         let (client, direct_calls) = counted_dynamodb_client(None).await;
         let table = unique_table_name();
         create_table(&client, &table).await.unwrap();
@@ -45,7 +51,7 @@ impl TestApp {
             None => (client.clone(), direct_calls),
             Some(endpoint) => counted_dynamodb_client(Some(endpoint)).await,
         };
-        let api = PlantApi::new(verifier, PlantStore::new(store_client, &table));
+        let api = PlantApi::new(verifier, PlantStore::new(store_client, &table, max_plants));
         Self {
             api,
             client,
@@ -110,10 +116,24 @@ impl TestApp {
         items.iter().map(|item| item["owner"].clone()).collect()
     }
 
-    /// Every item in the table, read straight from DynamoDB: what the function
-    /// really stored, as `{owner, id, name, tag?}`, ordered by owner and id.
+    /// Every plant in the table, read straight from DynamoDB: what the
+    /// function really stored, as `{owner, id, name, tag?}`, ordered by owner
+    /// and id. The owners' counter items are not plants: see
+    /// [`Self::stored_plant_counts`].
     pub async fn stored_items(&self) -> Vec<Value> {
-        let mut items = Vec::new();
+        let (plants, _) = self.scan().await;
+        plants
+    }
+
+    /// Each owner's counter item as `{owner, plants}`, ordered by owner.
+    pub async fn stored_plant_counts(&self) -> Vec<Value> {
+        let (_, counters) = self.scan().await;
+        counters
+    }
+
+    /// The whole table: plants, and the counter items (at [`COUNTER_ID`]).
+    async fn scan(&self) -> (Vec<Value>, Vec<Value>) {
+        let (mut plants, mut counters) = (Vec::new(), Vec::new());
         let mut start_key = None;
         loop {
             let page = self
@@ -125,23 +145,31 @@ impl TestApp {
                 .await
                 .unwrap();
             for item in page.items() {
+                let is_counter =
+                    item.get("id").and_then(|id| id.as_n().ok()) == Some(&COUNTER_ID.to_owned());
                 let mut row = serde_json::Map::new();
                 for (attribute, value) in item {
                     let value = match value {
+                        AttributeValue::N(_) if is_counter && attribute == "id" => continue,
                         AttributeValue::S(text) => json!(text),
                         AttributeValue::N(number) => json!(number.parse::<i64>().unwrap()),
                         other => panic!("unexpected attribute {attribute}: {other:?}"),
                     };
                     row.insert(attribute.clone(), value);
                 }
-                items.push(Value::Object(row));
+                if is_counter {
+                    counters.push(Value::Object(row));
+                } else {
+                    plants.push(Value::Object(row));
+                }
             }
             match page.last_evaluated_key {
                 Some(key) => start_key = Some(key),
                 None => break,
             }
         }
-        items.sort_by_key(|item| (item["owner"].to_string(), item["id"].as_i64()));
-        items
+        plants.sort_by_key(|item| (item["owner"].to_string(), item["id"].as_i64()));
+        counters.sort_by_key(|item| item["owner"].to_string());
+        (plants, counters)
     }
 }

@@ -1,6 +1,7 @@
 //! The contract, row by row, through the production handler and a real
 //! DynamoDB Local: status, headers, body, and what is in the table afterwards.
 
+use plant_store::config::DEFAULT_MAX_PLANTS_PER_OWNER;
 use plant_store::http::PlantApi;
 use plant_store::store::PlantStore;
 use plant_store_testkit::{
@@ -299,7 +300,11 @@ async fn an_unexpected_store_error_is_a_generic_500_that_leaks_nothing() {
     let missing_table = "plants-table-that-does-not-exist";
     let api = PlantApi::new(
         verifier(),
-        PlantStore::new(dynamodb_client().await, missing_table),
+        PlantStore::new(
+            dynamodb_client().await,
+            missing_table,
+            DEFAULT_MAX_PLANTS_PER_OWNER,
+        ),
     );
     let post = ApiGatewayEvent::new("POST", "/plants")
         .header("authorization", &bearer("alice"))

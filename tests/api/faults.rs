@@ -5,6 +5,7 @@
 
 use std::time::{Duration, Instant};
 
+use plant_store::config::DEFAULT_MAX_PLANTS_PER_OWNER;
 use plant_store::store::{MAX_ATTEMPTS, PlantStore};
 use plant_store_testkit::fault_proxy::{Fault, FaultProxy};
 use plant_store_testkit::{TestApp, TestResponse, bearer, counted_dynamodb_client};
@@ -182,7 +183,7 @@ async fn listing_under_persistent_throttling_is_a_503_too() {
 async fn warming_up_a_hanging_store_gives_up_within_a_second_and_does_not_fail() {
     let proxy = FaultProxy::start(&TestApp::dynamodb_url(), &[], Fault::Hang).await;
     let (client, calls) = counted_dynamodb_client(Some(&proxy.url)).await;
-    let store = PlantStore::new(client, "plants-warm-up");
+    let store = PlantStore::new(client, "plants-warm-up", DEFAULT_MAX_PLANTS_PER_OWNER);
     let started = Instant::now();
     store.warm_up().await;
     let elapsed = started.elapsed();
@@ -197,7 +198,9 @@ async fn warming_up_makes_one_read_and_changes_nothing() {
     app.create("alice", json!({"id": 1, "name": "Fern"})).await;
     let before = app.stored_items().await;
     let (client, calls) = counted_dynamodb_client(None).await;
-    PlantStore::new(client, &app.table).warm_up().await;
+    PlantStore::new(client, &app.table, DEFAULT_MAX_PLANTS_PER_OWNER)
+        .warm_up()
+        .await;
     assert_eq!(calls.count(), 1);
     assert_eq!(app.stored_items().await, before);
 }

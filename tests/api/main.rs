@@ -12,6 +12,7 @@ mod events;
 mod faults;
 mod hostile;
 mod pagination;
+mod quota;
 mod remote_keys;
 mod sam_local;
 mod scopes;
