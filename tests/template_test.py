@@ -10,6 +10,8 @@
 - The table is protected: deletion protection (unless a development stack
   turns it off), point-in-time recovery, retained with the stack.
 - The Cognito user pool admits only admin-created users unless asked.
+- Every Checkov finding the template suppresses has its reason, and the
+  function's concurrency is reserved (and so capped) by default.
 - Every deploy is gradual and reversible: the function publishes the alias
   `live`, its deployment preference takes its type from the DeploymentType
   parameter, and the function's errors, its 5xx and the API's 5xx alarms
@@ -229,6 +231,22 @@ def local_endpoint_problems(template):
     return []
 
 
+def scanner_problems(template):
+    """Every Checkov finding the template suppresses says why, and the
+    function has a reserved-concurrency limit unless a stack turns it off."""
+    problems = []
+    for name, resource in template["Resources"].items():
+        for skip in resource.get("Metadata", {}).get("checkov", {}).get("skip", []):
+            if len(skip.get("comment", "").strip()) < 40:
+                problems.append(f"{name} suppresses {skip.get('id')} without a reason")
+    reserved = template["Resources"][FUNCTION]["Properties"].get("ReservedConcurrentExecutions")
+    if reserved != {"Fn::If": ["ReserveConcurrency", {"Ref": "ReservedConcurrency"}, {"Ref": "AWS::NoValue"}]}:
+        problems.append("the function has no reserved-concurrency limit")
+    if template["Parameters"]["ReservedConcurrency"].get("Default", 0) < 1:
+        problems.append("the reserved-concurrency limit is off by default")
+    return problems
+
+
 def deployment_problems(template):
     properties = template["Resources"][FUNCTION]["Properties"]
     problems = []
@@ -257,6 +275,7 @@ CHECKS = [
     user_pool_problems,
     local_endpoint_problems,
     deployment_problems,
+    scanner_problems,
 ]
 
 
@@ -353,6 +372,15 @@ MUTATIONS = {
         "DeploymentPreference"
     ].pop("Alarms"),
     "the API alarm's name": lambda t: alarm(t, "Api5xxAlarm").pop("AlarmName"),
+    "a suppression without a reason": lambda t: t["Resources"]["AlarmTopic"]["Metadata"][
+        "checkov"
+    ]["skip"][0].update(comment=""),
+    "the reserved concurrency": lambda t: t["Resources"][FUNCTION]["Properties"].pop(
+        "ReservedConcurrentExecutions"
+    ),
+    "no reserved concurrency by default": lambda t: t["Parameters"]["ReservedConcurrency"].update(
+        Default=0
+    ),
 }
 
 
@@ -472,6 +500,8 @@ class ComputeTypes(unittest.TestCase):
         [function] = of_type(resources, "AWS::Lambda::Function")
         self.assertNotIn("CapacityProviderConfig", function)
         self.assertEqual(function["MemorySize"], 128)
+        default = load_template()["Parameters"]["ReservedConcurrency"]["Default"]
+        self.assertEqual(function["ReservedConcurrentExecutions"], default)
         not_created = ("UseManagedInstances", "CreateDynamoDbEndpoint")
         for kind in ("AWS::Lambda::CapacityProvider", "AWS::EC2::VPCEndpoint"):
             self.assertEqual(of_type(resources, kind, not_created), [], kind)
@@ -524,6 +554,8 @@ class ComputeTypes(unittest.TestCase):
         default = load_template()["Parameters"]["MaxConcurrencyPerEnvironment"]["Default"]
         self.assertEqual(config["PerExecutionEnvironmentMaxConcurrency"], default)
         self.assertEqual(function["MemorySize"], 2048)  # the smallest environment
+        # Managed Instances are bounded by their capacity provider instead.
+        self.assertNotIn("ReservedConcurrentExecutions", function)
         [provider] = of_type(resources, "AWS::Lambda::CapacityProvider")
         self.assertEqual(provider["InstanceRequirements"]["Architectures"], ["arm64"])
         self.assertEqual(

@@ -10,7 +10,7 @@
 use std::process::{Command, Stdio};
 
 use xtask::process::{Scope, free_port, run, run_logged};
-use xtask::tools::{ensure_actionlint, ensure_python_tools, ensure_qemu_arm64};
+use xtask::tools::{ensure_actionlint, ensure_checkov, ensure_python_tools, ensure_qemu_arm64};
 use xtask::{Result, log, setting, tools_dir};
 
 use crate::contract::{Target, contract_test};
@@ -32,6 +32,15 @@ pub fn full_test() -> Result {
             .stdout(Stdio::null()))?;
         log!("template: what matters for safety and cost (tests/template_test.py)");
         run(Command::new("python3").arg("tests/template_test.py"))?;
+        log!(
+            "template: Checkov's CloudFormation checks, offline (suppressions carry their reasons)"
+        );
+        run(Command::new(ensure_checkov()?)
+            .args(["--file", "template.yaml", "--framework", "cloudformation"])
+            .args(["--skip-download", "--compact", "--quiet"])
+            // Nothing fetched: no platform mapping, no update check.
+            .env("BC_SKIP_MAPPING", "TRUE")
+            .env("CKV_SKIP_PACKAGE_UPDATE_CHECK", "true"))?;
 
         log!("the GitHub Actions workflows: actionlint");
         // Without arguments it lints every workflow in .github/workflows.

@@ -28,18 +28,32 @@ pub fn path_with_tools() -> String {
 /// cargo-lambda, cfn-lint, sam, Schemathesis and the OpenAPI validator,
 /// reinstalled only when the pinned list changes.
 pub fn ensure_python_tools() -> Result {
-    let requirements = root().join("xtask/requirements-tools.txt");
-    let stamp = tools_dir().join("venv/.requirements");
+    ensure_venv("venv", "xtask/requirements-tools.txt")
+}
+
+/// Checkov, the security scanner, in a virtual environment of its own
+/// (`.tools/checkov`, pinned in `xtask/requirements-checkov.txt`): its many
+/// dependencies are pinned apart from SAM's. Returns the command.
+pub fn ensure_checkov() -> Result<PathBuf> {
+    ensure_venv("checkov", "xtask/requirements-checkov.txt")?;
+    Ok(tools_dir().join("checkov/bin/checkov"))
+}
+
+/// A virtual environment `.tools/NAME` with the packages `requirements`
+/// lists, reinstalled only when the list changes.
+fn ensure_venv(name: &str, requirements: &str) -> Result {
+    let venv = tools_dir().join(name);
+    let requirements = root().join(requirements);
+    let stamp = venv.join(".requirements");
     if std::fs::read(&requirements).ok() == std::fs::read(&stamp).ok() {
         return Ok(());
     }
     log!(
-        "installing Python tools into .tools/venv (cargo-lambda, cfn-lint, aws-sam-cli, schemathesis)"
+        "installing the Python tools of {} into .tools/{name}",
+        requirements.display()
     );
-    run(Command::new("python3")
-        .args(["-m", "venv"])
-        .arg(tools_dir().join("venv")))?;
-    run(Command::new(venv_bin().join("pip"))
+    run(Command::new("python3").args(["-m", "venv"]).arg(&venv))?;
+    run(Command::new(venv.join("bin/pip"))
         .args(["install", "--quiet", "--disable-pip-version-check", "-r"])
         .arg(&requirements))?;
     std::fs::copy(&requirements, &stamp)?;
