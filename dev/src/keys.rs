@@ -16,7 +16,7 @@ use jsonwebtoken::jwk::{
     OctetKeyPairParameters, PublicKeyUse, RSAKeyParameters, ThumbprintHash,
 };
 use jsonwebtoken::{Algorithm, EncodingKey, Header};
-use serde_json::{Value, json};
+use serde_json::json;
 
 /// A private signing key with its public JWK. The `kid` is the key's RFC 7638
 /// thumbprint, so the same key always gets the same `kid`.
@@ -134,8 +134,9 @@ impl DevKey {
         serde_json::to_string(&set).unwrap_or_default()
     }
 
-    /// Signs arbitrary claims with this key and its `kid`.
-    pub fn sign(&self, claims: &Value) -> DevKeyResult<String> {
+    /// Signs arbitrary claims (any JSON a serializer writes, even with a
+    /// repeated key) with this key and its `kid`.
+    pub fn sign(&self, claims: &impl serde::Serialize) -> DevKeyResult<String> {
         let mut header = Header::new(self.algorithm);
         header.kid = Some(self.kid().to_owned());
         jsonwebtoken::encode(&header, claims, &self.encoding).map_err(|error| error.to_string())

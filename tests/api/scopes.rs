@@ -130,6 +130,39 @@ async fn tokens_without_the_scope_in_a_usable_form_are_refused_with_403() {
     assert_eq!(app.get(&forged, "").await.status, 401);
 }
 
+/// Claims whose JSON repeats `scope`: each value in turn.
+struct RepeatedScope(Vec<&'static str>);
+
+impl serde::Serialize for RepeatedScope {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap;
+        let mut map = serializer.serialize_map(None)?;
+        for (key, value) in claims("alice").as_object().unwrap() {
+            map.serialize_entry(key, value)?;
+        }
+        for scope in &self.0 {
+            map.serialize_entry("scope", scope)?;
+        }
+        map.end()
+    }
+}
+
+#[tokio::test]
+async fn a_repeated_scope_claim_counts_by_its_last_value() {
+    let sign = |scopes: Vec<&'static str>| {
+        format!(
+            "Bearer {}",
+            keys().eddsa.sign(&RepeatedScope(scopes)).unwrap()
+        )
+    };
+    let app = app_requiring_scopes().await;
+    assert_eq!(app.get(&sign(vec![WRITE, READ]), "").await.status, 200);
+    assert_insufficient_scope(&app.get(&sign(vec![READ, WRITE]), "").await, READ);
+    // With scopes off, a repeated claim refuses no token.
+    let app = TestApp::new().await;
+    assert_eq!(app.get(&sign(vec![READ, WRITE]), "").await.status, 200);
+}
+
 #[tokio::test]
 async fn with_scopes_off_the_claims_change_nothing() {
     let app = TestApp::new().await;
