@@ -2,13 +2,14 @@
 //!
 //! Layout: partition key `owner` (S, the token's `sub`), sort key `id` (N),
 //! attributes `name` (S) and `tag` (S, absent when the plant has none). Each
-//! owner's partition also holds one counter item, at an `id` below every
-//! int64 ([`COUNTER_ID`]), whose `plants` (N) is how many plants the owner
-//! has: a plant and its count are written in one transaction, which is how
-//! the per-owner bound holds under concurrency. Listings read only the int64
-//! range of ids, so the counter is never a plant. [`TABLE_KEY`] states the
-//! key for whatever creates the table (the development tool; `template.yaml`
-//! declares the same).
+//! owner's count is one item of its own partition, keyed by the owner and a
+//! suffix that makes it longer than any owner ([`counter_partition`]), with
+//! `id` 0 and `plants` (N): a plant and its count are written in one
+//! transaction, which is how the per-owner bound holds under concurrency.
+//! Apart from the plants, no listing, and no earlier version of the
+//! function during a gradual deployment, ever reads a count. [`TABLE_KEY`]
+//! states the key for whatever creates the table (the development tool;
+//! `template.yaml` declares the same).
 
 use std::collections::HashMap;
 use std::env;
@@ -57,9 +58,9 @@ const ID: KeyAttribute = KeyAttribute {
 pub const TABLE_KEY: [KeyAttribute; 2] = [OWNER, ID];
 const NAME: &str = "name";
 const TAG: &str = "tag";
-/// The sort key of an owner's counter item: one below `i64::MIN`, so no
-/// plant id can be it, and outside the range every listing reads.
-pub const COUNTER_ID: &str = "-9223372036854775809";
+/// What follows the owner in its counter's partition key: longer than any
+/// owner may be, so no owner's plants share that partition.
+const COUNTER_SUFFIX: &str = "~";
 /// The counter item's attribute: how many plants the owner has.
 const PLANT_COUNT: &str = "plants";
 /// How often a create is tried again when DynamoDB cancels its transaction
@@ -370,13 +371,9 @@ impl PlantStore {
         self.client
             .query()
             .table_name(&self.table)
-            .key_condition_expression("#owner = :owner AND #id BETWEEN :first AND :last")
+            .key_condition_expression("#owner = :owner")
             .expression_attribute_names("#owner", OWNER.name)
-            .expression_attribute_names("#id", ID.name)
             .expression_attribute_values(":owner", AttributeValue::S(owner))
-            // Plant ids only: the counter item sits below this range.
-            .expression_attribute_values(":first", AttributeValue::N(i64::MIN.to_string()))
-            .expression_attribute_values(":last", AttributeValue::N(i64::MAX.to_string()))
     }
 }
 
@@ -409,14 +406,26 @@ fn item_key(owner: &Owner, id: PlantId) -> Item {
     ])
 }
 
+/// The partition of an owner's counter item: the owner, then the suffix
+/// repeated past [`Owner::MAX_BYTES`].
+pub fn counter_partition(owner: &str) -> String {
+    format!("{owner}{}", COUNTER_SUFFIX.repeat(Owner::MAX_BYTES + 1))
+}
+
+/// The owner whose count a partition holds, if it is a counter's partition.
+pub fn counter_owner(partition: &str) -> Option<&str> {
+    let owner = partition.strip_suffix(&COUNTER_SUFFIX.repeat(Owner::MAX_BYTES + 1))?;
+    (!owner.is_empty()).then_some(owner)
+}
+
 /// The key of an owner's counter item.
 fn counter_key(owner: &Owner) -> Item {
     Item::from([
         (
             OWNER.name.to_owned(),
-            AttributeValue::S(owner.as_str().to_owned()),
+            AttributeValue::S(counter_partition(owner.as_str())),
         ),
-        (ID.name.to_owned(), AttributeValue::N(COUNTER_ID.to_owned())),
+        (ID.name.to_owned(), AttributeValue::N("0".to_owned())),
     ])
 }
 
@@ -496,6 +505,20 @@ mod tests {
         assert!(sent.await.is_err(), "the interceptor stops every request");
         let uri = stop.0.lock().unwrap().clone();
         uri.expect("a request was built")
+    }
+
+    #[test]
+    fn a_counter_partition_is_no_owners_and_names_its_owner() {
+        for owner in ["alice", "~", &"x".repeat(Owner::MAX_BYTES)] {
+            let partition = counter_partition(owner);
+            assert!(
+                Owner::parse(partition.clone()).is_none(),
+                "too long for an owner"
+            );
+            assert_eq!(counter_owner(&partition), Some(owner));
+            assert_eq!(counter_owner(owner), None);
+        }
+        assert_ne!(counter_partition("a~"), counter_partition("a"));
     }
 
     #[tokio::test]

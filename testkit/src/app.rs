@@ -6,7 +6,7 @@ use lambda_http::Request;
 use plant_store::auth::Verifier;
 use plant_store::config::DEFAULT_MAX_PLANTS_PER_OWNER;
 use plant_store::http::PlantApi;
-use plant_store::store::{COUNTER_ID, PlantStore};
+use plant_store::store::{PlantStore, counter_owner};
 use plant_store_dev::create_table;
 use serde_json::{Value, json};
 
@@ -131,7 +131,7 @@ impl TestApp {
         counters
     }
 
-    /// The whole table: plants, and the counter items (at [`COUNTER_ID`]).
+    /// The whole table: plants, and the owners' counter items.
     async fn scan(&self) -> (Vec<Value>, Vec<Value>) {
         let (mut plants, mut counters) = (Vec::new(), Vec::new());
         let mut start_key = None;
@@ -145,19 +145,20 @@ impl TestApp {
                 .await
                 .unwrap();
             for item in page.items() {
-                let is_counter =
-                    item.get("id").and_then(|id| id.as_n().ok()) == Some(&COUNTER_ID.to_owned());
+                let partition = item.get("owner").and_then(|owner| owner.as_s().ok());
+                let counted = partition.and_then(|partition| counter_owner(partition));
                 let mut row = serde_json::Map::new();
                 for (attribute, value) in item {
-                    let value = match value {
-                        AttributeValue::N(_) if is_counter && attribute == "id" => continue,
-                        AttributeValue::S(text) => json!(text),
-                        AttributeValue::N(number) => json!(number.parse::<i64>().unwrap()),
-                        other => panic!("unexpected attribute {attribute}: {other:?}"),
+                    let value = match (attribute.as_str(), value, counted) {
+                        ("id", _, Some(_)) => continue,
+                        ("owner", _, Some(owner)) => json!(owner),
+                        (_, AttributeValue::S(text), _) => json!(text),
+                        (_, AttributeValue::N(number), _) => json!(number.parse::<i64>().unwrap()),
+                        (_, other, _) => panic!("unexpected attribute {attribute}: {other:?}"),
                     };
                     row.insert(attribute.clone(), value);
                 }
-                if is_counter {
+                if counted.is_some() {
                     counters.push(Value::Object(row));
                 } else {
                     plants.push(Value::Object(row));
