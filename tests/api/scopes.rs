@@ -47,6 +47,20 @@ fn assert_insufficient_scope(response: &TestResponse, scope: &str) {
 
 const PLANT: &str = r#"{"id": 1, "name": "Fern"}"#;
 
+/// A token with each of these claims may list and create.
+async fn assert_each_may_read_and_write(
+    app: &TestApp,
+    claims: impl IntoIterator<Item = (&str, Value)>,
+) {
+    for (n, (claim, value)) in claims.into_iter().enumerate() {
+        let caller = bearer_with(claim, value.clone());
+        let body = json!({"id": n, "name": "Fern"}).to_string();
+        let created = app.post(&caller, &body).await;
+        assert_eq!(created.status, 200, "{claim}: {value}");
+        assert_eq!(app.get(&caller, "").await.status, 200, "{claim}: {value}");
+    }
+}
+
 #[tokio::test]
 async fn a_read_only_token_lists_and_cannot_create() {
     let app = app_requiring_scopes().await;
@@ -91,23 +105,15 @@ async fn a_write_token_creates_and_does_not_imply_read() {
 async fn both_claims_in_every_form_grant_their_scopes() {
     let app = app_requiring_scopes().await;
     let both = format!("{READ} {WRITE}");
-    for (n, (claim, value)) in [
-        ("scope", json!(both)),
-        ("scp", json!(both)),
-        ("scp", json!([READ, WRITE])),
-    ]
-    .into_iter()
-    .enumerate()
-    {
-        let caller = bearer_with(claim, value.clone());
-        let body = json!({"id": n, "name": "Fern"}).to_string();
-        assert_eq!(
-            app.post(&caller, &body).await.status,
-            200,
-            "{claim}: {value}"
-        );
-        assert_eq!(app.get(&caller, "").await.status, 200, "{claim}: {value}");
-    }
+    assert_each_may_read_and_write(
+        &app,
+        [
+            ("scope", json!(both)),
+            ("scp", json!(both)),
+            ("scp", json!([READ, WRITE])),
+        ],
+    )
+    .await;
 }
 
 #[tokio::test]
@@ -166,22 +172,14 @@ async fn a_repeated_scope_claim_counts_by_its_last_value() {
 #[tokio::test]
 async fn with_scopes_off_the_claims_change_nothing() {
     let app = TestApp::new().await;
-    for (n, (claim, value)) in [
-        ("scope", json!("openid")),
-        ("scope", json!(5)),
-        ("scp", json!({"a": [1]})),
-        ("scp", Value::Null),
-    ]
-    .into_iter()
-    .enumerate()
-    {
-        let caller = bearer_with(claim, value.clone());
-        let body = json!({"id": n, "name": "Fern"}).to_string();
-        assert_eq!(
-            app.post(&caller, &body).await.status,
-            200,
-            "{claim}: {value}"
-        );
-        assert_eq!(app.get(&caller, "").await.status, 200, "{claim}: {value}");
-    }
+    assert_each_may_read_and_write(
+        &app,
+        [
+            ("scope", json!("openid")),
+            ("scope", json!(5)),
+            ("scp", json!({"a": [1]})),
+            ("scp", Value::Null),
+        ],
+    )
+    .await;
 }
