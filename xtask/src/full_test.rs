@@ -15,14 +15,18 @@ use xtask::{Result, log, setting, tools_dir};
 
 use crate::contract::{Target, contract_test};
 use crate::sam_local::SamLocal;
-use crate::stack::{Stack, sam_build};
+use crate::stack::{Stack, start_sam_build};
 
 pub fn full_test() -> Result {
-    ensure_python_tools()?;
+    install_tools()?;
     std::fs::create_dir_all(tools_dir())?;
     let cargo_test_log = tools_dir().join("cargo-test.log");
     {
         let _scope = Scope::new();
+        // The deployment artifact builds while the checks below run: its
+        // optimised build leaves a core idle for long stretches (the large
+        // SDK crates, link-time optimisation), which they use.
+        let artifact_build = start_sam_build()?;
         let stack = Stack::with_dynamodb_local(free_port(), None)?;
 
         log!("template: cfn-lint and sam validate --lint");
@@ -70,7 +74,7 @@ pub fn full_test() -> Result {
         log!(
             "the deployment artifact: sam build's arm64 bootstrap, every event through it under qemu-user"
         );
-        let artifact = sam_build()?;
+        let artifact = artifact_build.finish()?;
         let mut bootstrap = ensure_qemu_arm64()?;
         bootstrap.push(artifact.bootstrap.display().to_string());
         run_required_tests(
@@ -131,6 +135,21 @@ pub fn full_test() -> Result {
     }
     println!("cargo test: {passed} passed, {failed} failed");
     Ok(())
+}
+
+/// The tools installed on first use, three at once: two of them are pip
+/// installs, which keep one core busy each, and the third is a build of
+/// cargo-fuzz. Each waits for the others even when it fails, so that no
+/// install is left running.
+fn install_tools() -> Result {
+    std::thread::scope(|threads| {
+        let checkov = threads.spawn(|| ensure_checkov().map(drop));
+        let cargo_fuzz = threads.spawn(crate::fuzz::ensure_cargo_fuzz);
+        let python_tools = ensure_python_tools();
+        let checkov = checkov.join().expect("the Checkov install panicked");
+        let cargo_fuzz = cargo_fuzz.join().expect("the cargo-fuzz install panicked");
+        python_tools.and(checkov).and(cargo_fuzz)
+    })
 }
 
 /// Runs exactly these tests of the api binary, one at a time (each starts

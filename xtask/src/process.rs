@@ -272,6 +272,22 @@ impl Started {
         clean_up_now(self.cleanup);
     }
 
+    /// Waits until it ends; an error unless it succeeded (for a job started
+    /// in the background, such as a build).
+    pub fn finish(&self) -> Result {
+        loop {
+            // Polled, so that a clean-up can take the lock meanwhile.
+            if let Some(status) = self.child.lock().unwrap().try_wait()? {
+                return if status.success() {
+                    Ok(())
+                } else {
+                    Err(format!("{} failed ({status})", self.name).into())
+                };
+            }
+            std::thread::sleep(Duration::from_millis(250));
+        }
+    }
+
     /// Waits until it ends by itself, an error; or until a signal ends the
     /// task, which then stops it and exits.
     pub fn wait(&self) -> Result {

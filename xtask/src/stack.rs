@@ -404,6 +404,18 @@ pub struct Artifact {
 /// zig), checked: the binary the template declares, built without the
 /// jitter entropy source.
 pub fn sam_build() -> Result<Artifact> {
+    start_sam_build()?.finish()
+}
+
+/// `sam build` running in the background: the full test run lints and
+/// tests meanwhile (its optimised, link-time-optimised build keeps one core
+/// busy for long stretches). Stopped with the task if it is not finished.
+pub struct SamBuild {
+    process: Started,
+    log_path: PathBuf,
+}
+
+pub fn start_sam_build() -> Result<SamBuild> {
     xtask::tools::ensure_python_tools()?;
     let targets = output(Command::new("rustup").args(["target", "list", "--installed"]))?;
     if !targets
@@ -416,24 +428,35 @@ pub fn sam_build() -> Result<Artifact> {
     log!("sam build (arm64, provided.al2023, cargo lambda)");
     let log_path = tools_dir().join("sam-build.log");
     let log_file = std::fs::File::create(&log_path)?;
-    let built = run(Command::new("sam")
-        .args(["build", "--template", "template.yaml", "--beta-features"])
-        .stdout(log_file.try_clone()?)
-        .stderr(log_file));
-    if let Err(error) = built {
-        return Err(format!("{error}\n{}", tail(&log_path, 40)).into());
+    let process = start(
+        "sam build",
+        Command::new("sam")
+            .args(["build", "--template", "template.yaml", "--beta-features"])
+            .stdout(log_file.try_clone()?)
+            .stderr(log_file),
+        Stop::terminate(Duration::from_secs(5)),
+    )?;
+    Ok(SamBuild { process, log_path })
+}
+
+impl SamBuild {
+    /// Waits for the build, then checks what it made.
+    pub fn finish(self) -> Result<Artifact> {
+        if let Err(error) = self.process.finish() {
+            return Err(format!("{error}\n{}", tail(&self.log_path, 40)).into());
+        }
+        check_no_jitter_entropy(&root().join("target/aarch64-unknown-linux-gnu/release"))?;
+        let bootstrap = root().join(".aws-sam/build/PlantsFunction/bootstrap");
+        check_arm64_bootstrap(&bootstrap)?;
+        let zip = tools_dir().join("bootstrap.zip");
+        let _ = std::fs::remove_file(&zip);
+        run(Command::new("zip")
+            .args(["-q", "-9"])
+            .arg(&zip)
+            .arg("bootstrap")
+            .current_dir(bootstrap.parent().unwrap()))?;
+        Ok(Artifact { bootstrap, zip })
     }
-    check_no_jitter_entropy(&root().join("target/aarch64-unknown-linux-gnu/release"))?;
-    let bootstrap = root().join(".aws-sam/build/PlantsFunction/bootstrap");
-    check_arm64_bootstrap(&bootstrap)?;
-    let zip = tools_dir().join("bootstrap.zip");
-    let _ = std::fs::remove_file(&zip);
-    run(Command::new("zip")
-        .args(["-q", "-9"])
-        .arg(&zip)
-        .arg("bootstrap")
-        .current_dir(bootstrap.parent().unwrap()))?;
-    Ok(Artifact { bootstrap, zip })
 }
 
 /// Fails unless `file` is what the template declares (Handler bootstrap,
