@@ -20,6 +20,13 @@ use crate::stack::{Stack, start_sam_build};
 pub fn full_test() -> Result {
     install_tools()?;
     std::fs::create_dir_all(tools_dir())?;
+    // The fuzz targets build at the lowest priority for the whole run: in
+    // what the steps below leave idle (single-threaded linters, waits on
+    // containers and on the emulator).
+    let fuzz_build = crate::fuzz::start_build(
+        &std::env::var("FUZZ_BUILD").unwrap_or_else(|_| "dev".into()),
+        crate::fuzz::Priority::Idle,
+    )?;
     let cargo_test_log = tools_dir().join("cargo-test.log");
     {
         let _scope = Scope::new();
@@ -115,8 +122,7 @@ pub fn full_test() -> Result {
     crate::bench::bench(true)?;
 
     log!("fuzzing smoke run (30 s per target, unoptimised build)");
-    let fuzz_build = std::env::var("FUZZ_BUILD").unwrap_or_else(|_| "dev".into());
-    crate::fuzz::fuzz(setting("FUZZ_SECONDS", 30)?, &fuzz_build)?;
+    crate::fuzz::fuzz_targets(fuzz_build, setting("FUZZ_SECONDS", 30)?)?;
 
     // One closing line with the totals of every cargo test binary.
     let (mut passed, mut failed) = (0, 0);

@@ -12,9 +12,11 @@
 //! machine's stable toolchain accept them. cargo-fuzz is installed into
 //! .tools/cargo.
 
+use std::path::PathBuf;
 use std::process::Command;
+use std::time::Duration;
 
-use xtask::process::{run, tail};
+use xtask::process::{Started, Stop, run, start, tail};
 use xtask::tools::ensure_cargo_tool;
 use xtask::{Result, log, tools_dir};
 
@@ -32,6 +34,26 @@ fn cargo_fuzz() -> Command {
 }
 
 pub fn fuzz(seconds: u64, build: &str) -> Result {
+    fuzz_targets(start_build(build, Priority::Normal)?, seconds)
+}
+
+/// How the build shares the machine.
+pub enum Priority {
+    Normal,
+    /// At the lowest CPU priority (nice 19): it takes what the other work
+    /// of the moment leaves idle, and slows that work barely at all.
+    Idle,
+}
+
+/// The instrumented build of every target, running in the background.
+/// Stopped with the task if it is not finished.
+pub struct FuzzBuild {
+    process: Started,
+    log_path: PathBuf,
+    flags: Vec<&'static str>,
+}
+
+pub fn start_build(build: &str, priority: Priority) -> Result<FuzzBuild> {
     ensure_cargo_fuzz()?;
     // One target/ for everything; the instrumented build lives in its own corner.
     let mut flags = vec!["--fuzz-dir", "fuzz", "--target-dir", "target/fuzz"];
@@ -41,7 +63,39 @@ pub fn fuzz(seconds: u64, build: &str) -> Result {
         _ => return Err("FUZZ_BUILD is release or dev".into()),
     }
     log!("building the fuzz targets");
-    run(cargo_fuzz().arg("build").args(&flags))?;
+    let mut command = match priority {
+        Priority::Normal => cargo_fuzz(),
+        Priority::Idle => {
+            let mut nice = Command::new("nice");
+            nice.args(["-n", "19", "cargo", "fuzz"])
+                .env("RUSTC_BOOTSTRAP", "1");
+            nice
+        }
+    };
+    let log_path = tools_dir().join("fuzz-build.log");
+    let log_file = std::fs::File::create(&log_path)?;
+    let process = start(
+        "the fuzz build",
+        command
+            .arg("build")
+            .args(&flags)
+            .stdout(log_file.try_clone()?)
+            .stderr(log_file),
+        Stop::terminate(Duration::from_secs(5)),
+    )?;
+    Ok(FuzzBuild {
+        process,
+        log_path,
+        flags,
+    })
+}
+
+/// Waits for `build`, then fuzzes every target for `seconds`.
+pub fn fuzz_targets(build: FuzzBuild, seconds: u64) -> Result {
+    if let Err(error) = build.process.finish() {
+        return Err(format!("{error}\n{}", tail(&build.log_path, 40)).into());
+    }
+    let flags = &build.flags;
     // libFuzzer runs one target on one core: as many targets at once as
     // there are cores, each for the full time.
     let at_once = std::thread::available_parallelism().map_or(1, usize::from);
@@ -50,7 +104,7 @@ pub fn fuzz(seconds: u64, build: &str) -> Result {
         let outcomes = std::thread::scope(|threads| {
             let running: Vec<_> = targets
                 .iter()
-                .map(|target| threads.spawn(|| fuzz_target(target, seconds, &flags)))
+                .map(|target| threads.spawn(|| fuzz_target(target, seconds, flags)))
                 .collect();
             running
                 .into_iter()
