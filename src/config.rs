@@ -2,6 +2,7 @@
 
 use std::env;
 use std::fmt;
+use std::path::PathBuf;
 use std::time::Duration;
 
 /// Every setting the function reads. The DynamoDB endpoint, region and
@@ -19,6 +20,17 @@ pub struct Config {
     /// `MAX_PLANTS_PER_OWNER`: how many plants one owner may store
     /// ([`DEFAULT_MAX_PLANTS_PER_OWNER`] when unset).
     pub max_plants_per_owner: u32,
+    /// Which root certificates the HTTPS client trusts.
+    pub trust: TrustConfig,
+}
+
+/// The root certificates the HTTPS client trusts (`crate::https`): those
+/// compiled into the binary, unless `SSL_CERT_FILE` names a PEM bundle to
+/// trust instead; `EXTRA_CA_CERTS` names PEM certificates to trust besides.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct TrustConfig {
+    pub bundle: Option<PathBuf>,
+    pub extra: Option<PathBuf>,
 }
 
 /// Enough for any person's collection, and a bound on what one token (or a
@@ -166,6 +178,10 @@ impl Config {
                 scopes: scope_rules(&optional)?,
             },
             keys,
+            trust: TrustConfig {
+                bundle: optional("SSL_CERT_FILE").map(PathBuf::from),
+                extra: optional("EXTRA_CA_CERTS").map(PathBuf::from),
+            },
         })
     }
 }

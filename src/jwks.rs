@@ -3,8 +3,9 @@
 //! by `kid` (production).
 //!
 //! The remote source:
-//! - fetches over HTTPS (plain HTTP only for a loopback host, for tests) with
-//!   the hyper/rustls stack the AWS SDK already builds: no extra crates;
+//! - fetches over HTTPS (plain HTTP only for a loopback host, for tests)
+//!   through the function's one HTTPS client ([`crate::https`]), whose
+//!   trust store the DynamoDB client shares;
 //! - bounds a fetch: 1.5 s for the whole exchange, 150 KB of body;
 //! - refetches for an unknown `kid` at most once per
 //!   [`KeyRefresh::refetch_interval`], and concurrent misses wait for the one
@@ -19,15 +20,14 @@ use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use http_body_util::{BodyExt, Empty, Limited};
-use hyper_rustls::{HttpsConnector, HttpsConnectorBuilder};
 use hyper_util::client::legacy::Client;
-use hyper_util::client::legacy::connect::HttpConnector;
 use hyper_util::rt::TokioExecutor;
 use jsonwebtoken::jwk::{AlgorithmParameters, EllipticCurve, Jwk, JwkSet, PublicKeyUse};
 use jsonwebtoken::{Algorithm, DecodingKey};
 use lambda_http::http::Uri;
 
 use crate::config::{KeyConfig, KeyRefresh};
+use crate::https::{Connector, Https};
 
 /// Only asymmetric signatures: `none` and HMAC are never accepted.
 pub(crate) const ACCEPTED_ALGORITHMS: [Algorithm; 3] =
@@ -117,11 +117,12 @@ pub enum KeySource {
 }
 
 impl KeySource {
-    pub fn from_config(config: &KeyConfig) -> Result<Self, KeySourceError> {
+    /// `https`: the client a remote key set is fetched with.
+    pub fn from_config(config: &KeyConfig, https: &Https) -> Result<Self, KeySourceError> {
         match config {
             KeyConfig::Inline(jwks) => Ok(Self::Inline(KeySet::from_jwks_json(jwks)?)),
             KeyConfig::Url { url, refresh } => {
-                RemoteKeys::new(url, *refresh).map(|remote| Self::Remote(Box::new(remote)))
+                RemoteKeys::new(url, *refresh, https).map(|remote| Self::Remote(Box::new(remote)))
             }
         }
     }
@@ -150,7 +151,6 @@ pub enum KeySourceError {
     InvalidKeySet(KeySetError),
     NotAUrl(String),
     NotHttps(String),
-    RootCertificates(std::io::Error),
 }
 
 impl fmt::Display for KeySourceError {
@@ -159,9 +159,6 @@ impl fmt::Display for KeySourceError {
             Self::InvalidKeySet(error) => write!(f, "AUTH_JWKS: {error}"),
             Self::NotAUrl(url) => write!(f, "the JWKS URL {url:?} is not a URL"),
             Self::NotHttps(url) => write!(f, "the JWKS URL {url} must use https"),
-            Self::RootCertificates(error) => {
-                write!(f, "cannot load the system's root certificates: {error}")
-            }
         }
     }
 }
@@ -195,7 +192,7 @@ struct Cache {
 pub struct RemoteKeys {
     url: Uri,
     refresh: KeyRefresh,
-    client: Client<HttpsConnector<HttpConnector>, Empty<Bytes>>,
+    client: Client<Connector, Empty<Bytes>>,
     cache: RwLock<Cache>,
     /// Held for the duration of a fetch: one fetch at a time.
     fetching: tokio::sync::Mutex<()>,
@@ -203,7 +200,7 @@ pub struct RemoteKeys {
 
 impl RemoteKeys {
     /// `url` must be `https://`, or `http://` to a loopback host.
-    fn new(url: &str, refresh: KeyRefresh) -> Result<Self, KeySourceError> {
+    fn new(url: &str, refresh: KeyRefresh, https: &Https) -> Result<Self, KeySourceError> {
         let url: Uri = url
             .parse()
             .map_err(|_| KeySourceError::NotAUrl(url.to_owned()))?;
@@ -213,13 +210,7 @@ impl RemoteKeys {
             Some("http") if loopback => {}
             _ => return Err(KeySourceError::NotHttps(url.to_string())),
         }
-        let connector = HttpsConnectorBuilder::new()
-            .with_native_roots()
-            .map_err(KeySourceError::RootCertificates)?
-            .https_or_http()
-            .enable_http1()
-            .build();
-        let client = Client::builder(TokioExecutor::new()).build(connector);
+        let client = Client::builder(TokioExecutor::new()).build(https.connector());
         Ok(Self {
             url,
             refresh,
@@ -338,7 +329,8 @@ mod tests {
             url: url.into(),
             refresh: KeyRefresh::default(),
         };
-        let error = |config| KeySource::from_config(&config).err().unwrap();
+        let https = Https::new(&Default::default()).unwrap();
+        let error = |config| KeySource::from_config(&config, &https).err().unwrap();
         assert!(matches!(
             error(KeyConfig::Inline("{}".into())),
             KeySourceError::InvalidKeySet(_)
@@ -353,7 +345,7 @@ mod tests {
             plain.to_string(),
             "the JWKS URL http://issuer.example/jwks must use https"
         );
-        assert!(KeySource::from_config(&url("http://127.0.0.1:9/jwks")).is_ok());
+        assert!(KeySource::from_config(&url("http://127.0.0.1:9/jwks"), &https).is_ok());
     }
 
     #[test]

@@ -6,7 +6,8 @@
 //! signing keys of [`jwks`], [`store`] the DynamoDB adapter, [`domain`] the
 //! middle (parsing, and the rule that the same plant again is a retry while
 //! other content conflicts), and [`config`] what the environment says.
-//! `error` maps every failure to the contract's Error body in one place.
+//! `error` maps every failure to the contract's Error body in one place;
+//! [`https`] is the one HTTPS client that the key fetch and the store share.
 //! The store and the edge over it need the `dynamodb` feature (on by
 //! default); the fuzz targets build the rest alone.
 
@@ -17,6 +18,7 @@ pub mod domain;
 mod error;
 #[cfg(feature = "dynamodb")]
 pub mod http;
+pub mod https;
 pub mod jwks;
 pub mod log;
 #[cfg(feature = "dynamodb")]

@@ -10,6 +10,7 @@ use lambda_http::{Error, service_fn};
 use plant_store::auth::Verifier;
 use plant_store::config::Config;
 use plant_store::http::PlantApi;
+use plant_store::https::Https;
 use plant_store::jwks::KeySource;
 use plant_store::store::{PlantStore, client_config};
 
@@ -17,8 +18,10 @@ use plant_store::store::{PlantStore, client_config};
 async fn main() -> Result<(), Error> {
     plant_store::log::init_subscriber(std::io::stdout);
     let config = Config::from_env()?;
-    let keys = KeySource::from_config(&config.keys)?;
-    let client = aws_sdk_dynamodb::Client::from_conf(client_config().await);
+    // One trust store and connector for both remote calls (https.rs).
+    let https = Https::new(&config.trust)?;
+    let keys = KeySource::from_config(&config.keys, &https)?;
+    let client = aws_sdk_dynamodb::Client::from_conf(client_config(&https).await);
     let store = PlantStore::new(client, config.table, config.max_plants_per_owner);
     // Both remote calls of a request, made ready while init has full CPU.
     tokio::join!(keys.prefetch(), store.warm_up());

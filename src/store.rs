@@ -33,6 +33,7 @@ use aws_sdk_dynamodb::types::{
 };
 
 use crate::domain::{Limit, NewPlant, Owner, Plant, PlantId, PlantName, PlantTag};
+use crate::https::Https;
 
 type Item = HashMap<String, AttributeValue>;
 
@@ -71,13 +72,13 @@ const CONFLICT_ATTEMPTS: u32 = 8;
 // How long the store may take, chosen so that a 503 is always answered well
 // inside the function's 10 s timeout (template.yaml), even for a listing
 // that needs two Query calls after a slow JWKS fetch (1.5 s):
-// - a connection must open within 0.5 s (Lambda to DynamoDB is ~ms);
+// - a connection must open within 0.5 s (Lambda to DynamoDB is ~ms; the
+//   shared connector's CONNECT_TIMEOUT, crate::https);
 // - each attempt gets 1 s (DynamoDB answers in single-digit ms; a 1 MB page
 //   is far below a second);
 // - 3 attempts in the SDK's standard mode, with jittered backoff from 50 ms
 //   up to 0.5 s, so a throttle or a dropped connection is retried quickly;
 // - 3.5 s for the whole operation, attempts and backoff included.
-const CONNECT_TIMEOUT: Duration = Duration::from_millis(500);
 const ATTEMPT_TIMEOUT: Duration = Duration::from_secs(1);
 const OPERATION_TIMEOUT: Duration = Duration::from_millis(3500);
 pub const MAX_ATTEMPTS: u32 = 3;
@@ -94,16 +95,20 @@ const WARM_UP_TIMEOUT: Duration = Duration::from_secs(1);
 /// with this service's retries and timeouts. Not the SDK's whole default
 /// chain (profiles, SSO, web identity, IMDS): a Lambda function never needs
 /// it, and it would add an STS client to the binary and its file and
-/// environment probing to init (docs/performance.md).
-pub async fn client_config() -> aws_sdk_dynamodb::Config {
-    client_config_from(|name| env::var(name).ok()).await
+/// environment probing to init (docs/performance.md). Its connections go
+/// through `https`, the function's one HTTPS client.
+pub async fn client_config(https: &Https) -> aws_sdk_dynamodb::Config {
+    client_config_from(https, |name| env::var(name).ok()).await
 }
 
 /// [`client_config`] with the endpoint variables read through `lookup`. An
 /// empty one counts as unset: template.yaml declares
 /// `AWS_ENDPOINT_URL_DYNAMODB` empty in AWS (so that `sam local` may set it),
 /// where the SDK must then resolve DynamoDB's regional endpoint.
-async fn client_config_from(lookup: impl Fn(&str) -> Option<String>) -> aws_sdk_dynamodb::Config {
+async fn client_config_from(
+    https: &Https,
+    lookup: impl Fn(&str) -> Option<String>,
+) -> aws_sdk_dynamodb::Config {
     let region = EnvironmentVariableRegionProvider::new().region().await;
     let endpoint = ["AWS_ENDPOINT_URL_DYNAMODB", "AWS_ENDPOINT_URL"]
         .into_iter()
@@ -111,7 +116,8 @@ async fn client_config_from(lookup: impl Fn(&str) -> Option<String>) -> aws_sdk_
     let mut builder = aws_sdk_dynamodb::Config::builder()
         .behavior_version(BehaviorVersion::latest())
         .region(region)
-        .credentials_provider(EnvironmentVariableCredentialsProvider::new());
+        .credentials_provider(EnvironmentVariableCredentialsProvider::new())
+        .http_client(https.sdk_http_client());
     builder.set_endpoint_url(endpoint);
     builder
         .retry_config(
@@ -122,7 +128,6 @@ async fn client_config_from(lookup: impl Fn(&str) -> Option<String>) -> aws_sdk_
         )
         .timeout_config(
             TimeoutConfig::builder()
-                .connect_timeout(CONNECT_TIMEOUT)
                 .operation_attempt_timeout(ATTEMPT_TIMEOUT)
                 .operation_timeout(OPERATION_TIMEOUT)
                 .build(),
@@ -491,7 +496,8 @@ mod tests {
     /// Where a Query goes with the endpoint variables `lookup` gives.
     async fn query_uri(lookup: impl Fn(&str) -> Option<String>) -> String {
         let stop = StopBeforeSending::default();
-        let config = client_config_from(lookup)
+        let https = Https::new(&Default::default()).unwrap();
+        let config = client_config_from(&https, lookup)
             .await
             .to_builder()
             .region(Region::new("eu-west-1"))

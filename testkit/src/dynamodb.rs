@@ -10,6 +10,7 @@ use aws_sdk_dynamodb::config::{
     ConfigBag, Credentials, Intercept, Region, RuntimeComponents, SharedInterceptor,
 };
 use aws_sdk_dynamodb::error::BoxError;
+use plant_store::https::Https;
 use plant_store::store::client_config;
 
 use crate::dynamodb_local;
@@ -65,7 +66,8 @@ pub(crate) fn aws_env() -> [(&'static str, String); 3] {
 pub async fn counted_dynamodb_client(endpoint: Option<&str>) -> (Client, CallCounter) {
     let counter = CallCounter::default();
     let [(_, region), (_, key), (_, secret)] = aws_env();
-    let config = client_config()
+    let https = Https::new(&Default::default()).expect("the compiled-in roots");
+    let config = client_config(&https)
         .await
         .to_builder()
         .endpoint_url(endpoint.unwrap_or(dynamodb_local::url()))

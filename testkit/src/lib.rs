@@ -2,8 +2,8 @@
 //! for the test binary under plain `cargo test`: [`dynamodb_local`]), a
 //! fresh table per test, real signed tokens from keys generated for this run,
 //! and requests that go through the production handler as real events. Also
-//! a fault-injecting proxy for the store and a JWKS server, both on
-//! 127.0.0.1. Production never links this crate.
+//! a fault-injecting proxy for the store, a JWKS server and a TLS front with
+//! a CA of its own, all on 127.0.0.1. Production never links this crate.
 //!
 //! By concern: [`keys`] (keys, tokens, the verifier), [`dynamodb`] (the
 //! clients), [`app`] (the function under test), [`event`] (API Gateway
@@ -20,6 +20,7 @@ pub mod key_server;
 pub mod keys;
 pub mod response;
 pub mod sam_local;
+pub mod tls_front;
 
 pub use app::TestApp;
 pub use dynamodb::{CallCounter, counted_dynamodb_client, dynamodb_client};

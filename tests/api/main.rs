@@ -16,6 +16,7 @@ mod quota;
 mod remote_keys;
 mod sam_local;
 mod scopes;
+mod trust;
 
 /// The command that runs the function's `bootstrap`: `PLANT_STORE_BOOTSTRAP`
 /// (split at spaces; scripts/test sets it to the arm64 artifact under

@@ -8,7 +8,8 @@ use std::time::{Duration, Instant};
 use jsonwebtoken::jwk::PublicKeyUse;
 use jsonwebtoken::{Algorithm, EncodingKey, Header};
 use plant_store::auth::Verifier;
-use plant_store::config::{KeyConfig, KeyRefresh};
+use plant_store::config::{KeyConfig, KeyRefresh, TrustConfig};
+use plant_store::https::Https;
 use plant_store::jwks::KeySource;
 use plant_store_dev::DevKey;
 use plant_store_testkit::forgeries::{claims, forged_tokens};
@@ -33,7 +34,8 @@ async fn wait_out(interval: Duration) {
 /// The remote key source as `main` builds it, with these intervals.
 fn remote_source(server: &KeyServer, refresh: KeyRefresh) -> KeySource {
     let url = server.jwks_url.clone();
-    KeySource::from_config(&KeyConfig::Url { url, refresh }).unwrap()
+    let https = Https::new(&TrustConfig::default()).unwrap();
+    KeySource::from_config(&KeyConfig::Url { url, refresh }, &https).unwrap()
 }
 
 /// The app as production starts it: the first fetch at init.

@@ -13,7 +13,8 @@
 //! - throughput: requests per second of one process at
 //!   AWS_LAMBDA_MAX_CONCURRENCY 1 and 8 (Lambda Managed Instances), the
 //!   function beside the minimal baseline, with each process's CPU time.
-//! - trust_store: what loading the system's root certificates costs.
+//! - trust_store (benches/trust_store.rs): building the HTTPS client's trust
+//!   store from the compiled-in roots against loading the system's bundle.
 //! - init_keys (benches/init_keys.rs): fetching the JWKS at init against an
 //!   inline key set.
 //!
@@ -101,11 +102,17 @@ impl Settings {
     }
 }
 
-/// What every measured function is given: its binary and the Lambda
-/// environment (the same for all).
-struct Setup {
-    functions: Vec<(String, PathBuf)>,
+/// One measured function: its name in the report, its binary, and its
+/// Lambda environment.
+struct Measured {
+    name: String,
+    binary: PathBuf,
     env: Vec<(String, String)>,
+}
+
+/// What the benchmarks measure, and the requests they send.
+struct Setup {
+    functions: Vec<Measured>,
     get_event: String,
     post_template: Value,
     results_dir: PathBuf,
@@ -129,11 +136,14 @@ pub fn bench(smoke: bool) -> Result {
         // run measures nothing, and after the tests that build is there.
         debug_binary("plant-store")?;
     } else {
-        // The two packages alone: the function with the features it is
-        // deployed with, not those the test crates add.
-        run(Command::new("cargo")
-            .args(["build", "--locked", "--profile", settings.profile])
-            .args(["--package", "plant-store", "--package", "plant-store-bench"]))?;
+        // Each package on its own: the function with the features it is
+        // deployed with, not those the baselines (the SDK's own HTTPS
+        // client) or the test crates add.
+        for package in ["plant-store", "plant-store-bench"] {
+            run(Command::new("cargo")
+                .args(["build", "--locked", "--profile", settings.profile])
+                .args(["--package", package]))?;
+        }
     }
     check_no_jitter_entropy(&settings.bin_dir())?;
 
@@ -160,9 +170,19 @@ pub fn bench(smoke: bool) -> Result {
         );
     }
 
-    // DynamoDB over TLS, trusted through one CA bundle file (SSL_CERT_FILE)
-    // as in a Lambda image.
-    let env = [
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()?;
+    // The issuer's key set, as Cognito serves it: over HTTPS (haproxy with
+    // a certificate from the same local CA, in front of a key server here).
+    let jwks = std::fs::read_to_string(keys.join("jwks.json"))?;
+    let key_server_port = runtime.block_on(serve_key_set(jwks.clone()));
+    let key_tls_port = free_port();
+    start_tls_terminator(key_tls_port, key_server_port, &work.join("tls"))?;
+    let local_ca = work.join("tls/ca.pem");
+
+    // DynamoDB over TLS, as AWS's endpoint is reached.
+    let base_env: Vec<(String, String)> = [
         (
             "AWS_ENDPOINT_URL_DYNAMODB",
             format!("https://127.0.0.1:{tls_port}"),
@@ -172,28 +192,83 @@ pub fn bench(smoke: bool) -> Result {
         ("AWS_SECRET_ACCESS_KEY", "local".into()),
         ("AWS_SESSION_TOKEN", "local".into()),
         ("AWS_EC2_METADATA_DISABLED", "true".into()),
-        ("SSL_CERT_FILE", ca_bundle.display().to_string()),
         ("PLANTS_TABLE", "bench-plants".into()),
         // The runs store more plants for their one owner than the default
         // bound; the bound's check is measured all the same.
         ("MAX_PLANTS_PER_OWNER", "1000000".into()),
         ("AUTH_ISSUER", crate::stack::LOCAL_ISSUER.into()),
         ("AUTH_AUDIENCE", crate::stack::LOCAL_AUDIENCE.into()),
-        (
-            "AUTH_JWKS",
-            std::fs::read_to_string(keys.join("jwks.json"))?,
-        ),
     ]
     .map(|(name, value)| (name.to_owned(), value))
     .to_vec();
+    let with = |extra: &[(&str, String)]| {
+        let mut env = base_env.clone();
+        env.extend(
+            extra
+                .iter()
+                .map(|(name, value)| ((*name).to_owned(), value.clone())),
+        );
+        env
+    };
+    let inline_keys = ("AUTH_JWKS", jwks);
+    let remote_keys = (
+        "AUTH_JWKS_URL",
+        format!("https://127.0.0.1:{key_tls_port}/.well-known/jwks.json"),
+    );
+    // Trust: the function's compiled-in roots plus the local CA; or, as a
+    // Lambda image has one bundle, the system's roots and the local CA in
+    // one file (SSL_CERT_FILE), which the SDK's default client (the
+    // baselines, and the function before its own trust store) reads.
+    let compiled_in = ("EXTRA_CA_CERTS", local_ca.display().to_string());
+    let bundle = ("SSL_CERT_FILE", ca_bundle.display().to_string());
     let bin_dir = settings.bin_dir();
+    let function = bin_dir.join("plant-store");
+    let measured = |name: &str, binary: &Path, env: Vec<(String, String)>| Measured {
+        name: name.to_owned(),
+        binary: binary.to_owned(),
+        env,
+    };
     let mut functions = vec![
-        ("function".to_owned(), bin_dir.join("plant-store")),
-        ("minimal".to_owned(), bin_dir.join("baseline-minimal")),
-        ("hello".to_owned(), bin_dir.join("baseline-hello")),
+        measured(
+            "cognito",
+            &function,
+            with(&[remote_keys.clone(), compiled_in.clone()]),
+        ),
+        measured(
+            "cognito-bundle",
+            &function,
+            with(&[remote_keys.clone(), bundle.clone()]),
+        ),
+        measured(
+            "function",
+            &function,
+            with(&[inline_keys.clone(), compiled_in]),
+        ),
+        measured(
+            "minimal",
+            &bin_dir.join("baseline-minimal"),
+            with(std::slice::from_ref(&bundle)),
+        ),
+        measured(
+            "hello",
+            &bin_dir.join("baseline-hello"),
+            with(std::slice::from_ref(&bundle)),
+        ),
     ];
     if let Some(compare) = &settings.compare {
-        functions.push(("compared".to_owned(), PathBuf::from(compare)));
+        // The build compared against, in both configurations; it reads
+        // SSL_CERT_FILE as the SDK's default client does.
+        let compare = PathBuf::from(compare);
+        functions.push(measured(
+            "before-cognito",
+            &compare,
+            with(&[remote_keys, bundle.clone()]),
+        ));
+        functions.push(measured(
+            "before-inline",
+            &compare,
+            with(&[inline_keys, bundle]),
+        ));
     }
     let event = |name: &str| -> Result<String> {
         let text = std::fs::read_to_string(root().join("events/http-api").join(name))?;
@@ -201,15 +276,11 @@ pub fn bench(smoke: bool) -> Result {
     };
     let setup = Setup {
         functions,
-        env,
         get_event: event("list-plants.json")?,
         post_template: serde_json::from_str(&event("create-plant.json")?)?,
         results_dir: results_dir.clone(),
     };
 
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()?;
     log!(
         "cold_start: {} cold starts and {} warm requests per function",
         settings.rounds,
@@ -223,15 +294,31 @@ pub fn bench(smoke: bool) -> Result {
     );
     runtime.block_on(throughput(&setup, &settings))?;
 
-    let trust_store = xtask::process::output(
-        Command::new(bin_dir.join("trust-store")).env("SSL_CERT_FILE", &ca_bundle),
-    )?;
-    println!("{trust_store}");
-    std::fs::write(results_dir.join("trust_store.txt"), trust_store + "\n")?;
     if !settings.smoke {
-        run(Command::new("cargo").args(["bench", "--locked", "--bench", "init_keys"]))?;
+        for bench in ["trust_store", "init_keys"] {
+            run(Command::new("cargo").args(["bench", "--locked", "--bench", bench]))?;
+        }
     }
     Ok(())
+}
+
+/// A key server on 127.0.0.1 that answers every request with `jwks`, for
+/// as long as the benchmark's runtime lives; its port.
+async fn serve_key_set(jwks: String) -> u16 {
+    use plant_store_stand_in::http_server::{Reply, listen, respond, serve};
+    let (listener, address) = listen().await;
+    let jwks = bytes::Bytes::from(jwks);
+    serve(listener, move |_request| {
+        let jwks = jwks.clone();
+        async move {
+            Reply::Respond(respond(
+                hyper::StatusCode::OK,
+                &[("content-type", "application/json".into())],
+                jwks,
+            ))
+        }
+    });
+    address.rsplit(':').next().unwrap().parse().unwrap()
 }
 
 /// A POST event of the sample's shape for a new plant id.
@@ -303,8 +390,8 @@ async fn cold_start(
 ) -> Result {
     // One warm environment per function, kept for the whole run.
     let mut warm = Vec::new();
-    for (_, binary) in &setup.functions {
-        warm.push(LambdaProcess::start(&command_of(binary), &setup.env).await);
+    for function in &setup.functions {
+        warm.push(LambdaProcess::start(&command_of(&function.binary), &function.env).await);
     }
     let mut samples: Vec<ColdSamples> = setup
         .functions
@@ -314,7 +401,8 @@ async fn cold_start(
     let mut next_id = plant_ids();
     let mut warm_round = async |samples: &mut Vec<ColdSamples>, record: bool| -> Result {
         let post = post_event(&setup.post_template, next_id());
-        for (index, (name, _)) in setup.functions.iter().enumerate() {
+        for (index, function) in setup.functions.iter().enumerate() {
+            let name = &function.name;
             let get = invoke_ok(&warm[index], name, &setup.get_event).await?;
             let posted = invoke_ok(&warm[index], name, &post).await?;
             if record {
@@ -334,9 +422,9 @@ async fn cold_start(
     let count = setup.functions.len();
     for round in 0..settings.rounds {
         for index in (0..count).map(|offset| (round + offset) % count) {
-            let (name, binary) = &setup.functions[index];
-            let process = LambdaProcess::start(&command_of(binary), &setup.env).await;
-            let first = invoke_ok(&process, name, &setup.get_event).await?;
+            let function = &setup.functions[index];
+            let process = LambdaProcess::start(&command_of(&function.binary), &function.env).await;
+            let first = invoke_ok(&process, &function.name, &setup.get_event).await?;
             let cold = &mut samples[index];
             cold.init.push(ms(process.init_duration()));
             cold.first.push(ms(first));
@@ -348,10 +436,10 @@ async fn cold_start(
     }
 
     let mut functions = serde_json::Map::new();
-    for (index, (name, binary)) in setup.functions.iter().enumerate() {
+    for (index, function) in setup.functions.iter().enumerate() {
         let cold = std::mem::take(&mut samples[index]);
         functions.insert(
-            name.clone(),
+            function.name.clone(),
             json!({
                 "init_ms": median(cold.init),
                 "first_invocation_ms": median(cold.first),
@@ -361,7 +449,7 @@ async fn cold_start(
                 "warm_post_p50_ms": percentile(cold.post.clone(), 0.50),
                 "warm_post_p99_ms": percentile(cold.post, 0.99),
                 "peak_rss_mib": warm[index].peak_rss_kib() as f64 / 1024.0,
-                "binary_bytes": binary.metadata()?.len(),
+                "binary_bytes": function.binary.metadata()?.len(),
             }),
         );
     }
@@ -417,86 +505,95 @@ fn render_cold(figures: &Value) -> String {
             "cold_start: {} cold starts and {} warm GET + POST per function, interleaved; medians unless a percentile is named",
             figures["rounds"], figures["warm_requests"]
         ),
+        "cognito: the function as deployed with Cognito (keys fetched over HTTPS at init, compiled-in roots); \
+         cognito-bundle: the same trusting the system's bundle (SSL_CERT_FILE); function: keys inline"
+            .into(),
         String::new(),
         format!(
-            "{:<42}{}{:>12}{:>10}",
+            "{:<42}{}{:>12}{:>12}",
             "figure",
             functions
                 .keys()
-                .map(|name| format!("{name:>11}"))
+                .map(|name| format!("{name:>15}"))
                 .collect::<String>(),
-            "fn/minimal",
-            "fn/hello"
+            "cog/minimal",
+            "fn/minimal"
         ),
     ];
     for (label, key, unit) in rows {
         let scale = if unit == "MB" { 1e-6 } else { 1.0 };
         let cells: String = functions
             .keys()
-            .map(|name| format!("{:>11.2}", figure(name, key) * scale))
+            .map(|name| format!("{:>15.2}", figure(name, key) * scale))
             .collect();
         lines.push(format!(
-            "{:<42}{cells} {:>11.2}x{:>9.2}x",
+            "{:<42}{cells} {:>11.2}x{:>11.2}x",
             format!("{label} ({unit})"),
-            figure("function", key) / figure("minimal", key),
-            figure("function", key) / figure("hello", key)
+            figure("cognito", key) / figure("minimal", key),
+            figure("function", key) / figure("minimal", key)
         ));
     }
     let target = |label: &str, value: f64, limit: f64, unit: &str| {
         let verdict = if value <= limit { "ok" } else { "MISSED" };
         format!("{label:<62}{value:>8.2}{unit}  (target <= {limit}{unit})  {verdict}")
     };
-    let ratio = |key: &str| figure("function", key) / figure("minimal", key);
+    let ratio = |name: &str, key: &str| figure(name, key) / figure("minimal", key);
     lines.push(String::new());
     lines.push("targets (ratios within this run):".into());
     lines.push(target(
-        "first invocation / warm GET p50 (function)",
-        figure("function", "first_invocation_ms") / figure("function", "warm_get_p50_ms"),
-        1.2,
+        "cold total: cognito / minimal (the DynamoDB floor)",
+        ratio("cognito", "cold_total_ms"),
+        1.0,
         "x",
     ));
+    for name in ["cognito", "function"] {
+        lines.push(target(
+            &format!("first invocation / warm GET p50 ({name})"),
+            figure(name, "first_invocation_ms") / figure(name, "warm_get_p50_ms"),
+            1.15,
+            "x",
+        ));
+    }
+    for (label, key, limit) in [
+        ("warm GET p50", "warm_get_p50_ms", 1.1),
+        ("warm POST p50", "warm_post_p50_ms", 1.1),
+        ("warm GET p99", "warm_get_p99_ms", 1.3),
+        ("warm POST p99", "warm_post_p99_ms", 1.3),
+    ] {
+        lines.push(target(
+            &format!("{label}: cognito / minimal"),
+            ratio("cognito", key),
+            limit,
+            "x",
+        ));
+    }
     lines.push(target(
-        "cold total: function / minimal",
-        ratio("cold_total_ms"),
-        1.2,
-        "x",
-    ));
-    lines.push(target(
-        "warm GET p50: function / minimal",
-        ratio("warm_get_p50_ms"),
-        1.1,
-        "x",
-    ));
-    lines.push(target(
-        "warm POST p50: function / minimal",
-        ratio("warm_post_p50_ms"),
-        1.1,
-        "x",
-    ));
-    lines.push(target(
-        "warm GET p99: function / minimal",
-        ratio("warm_get_p99_ms"),
-        1.3,
-        "x",
-    ));
-    lines.push(target(
-        "warm POST p99: function / minimal",
-        ratio("warm_post_p99_ms"),
-        1.3,
-        "x",
-    ));
-    lines.push(target(
-        "peak RSS (function)",
-        figure("function", "peak_rss_mib"),
-        16.0,
+        "peak RSS (cognito)",
+        figure("cognito", "peak_rss_mib"),
+        9.3,
         " MiB",
     ));
     lines.push(target(
         "stripped x86_64 binary (function)",
         figure("function", "binary_bytes") / 1e6,
-        8.0,
+        7.6,
         " MB",
     ));
+    if functions.contains_key("before-cognito") {
+        lines.push(String::new());
+        lines.push("against the build compared (BENCH_COMPARE), same configuration:".into());
+        for (label, key) in [
+            ("cold total, cognito", "cold_total_ms"),
+            ("init, cognito", "init_ms"),
+            ("peak RSS, cognito", "peak_rss_mib"),
+        ] {
+            lines.push(format!(
+                "{:<62}{:>8.2}x",
+                format!("{label}: now / before"),
+                figure("cognito", key) / figure("before-cognito", key)
+            ));
+        }
+    }
     if let Some(bytes) = figures["arm64_bootstrap_bytes"].as_f64() {
         lines.push(target(
             "arm64 bootstrap from sam build",
@@ -639,10 +736,12 @@ async fn batch(
 }
 
 async fn throughput(setup: &Setup, settings: &Settings) -> Result {
-    let measured: Vec<&(String, PathBuf)> = setup
+    let measured: Vec<&Measured> = setup
         .functions
         .iter()
-        .filter(|(name, _)| ["function", "minimal", "compared"].contains(&name.as_str()))
+        .filter(|function| {
+            ["function", "minimal", "before-inline"].contains(&function.name.as_str())
+        })
         .collect();
     let mut next_id = plant_ids();
     let count = settings.batch + BATCH_PRIME;
@@ -655,7 +754,7 @@ async fn throughput(setup: &Setup, settings: &Settings) -> Result {
             measured.iter().rev().copied().collect()
         };
         for workload in ["GET", "POST"] {
-            for (name, binary) in &order {
+            for function in &order {
                 for level in CONCURRENCY {
                     let events = match workload {
                         "GET" => vec![setup.get_event.clone(); count],
@@ -663,9 +762,9 @@ async fn throughput(setup: &Setup, settings: &Settings) -> Result {
                             .map(|_| post_event(&setup.post_template, next_id()))
                             .collect(),
                     };
-                    let figure = batch(binary, &setup.env, level, events).await?;
+                    let figure = batch(&function.binary, &function.env, level, events).await?;
                     samples
-                        .entry((workload, name.as_str(), level))
+                        .entry((workload, function.name.as_str(), level))
                         .or_default()
                         .push(figure);
                 }
@@ -809,11 +908,11 @@ fn render_throughput(figures: &Value) -> String {
             "{:<62}{keeps_up:>8.2}x",
             format!("{workload}: function / minimal at c={high}")
         ));
-        if by_function.get("compared").is_some() {
+        if by_function.get("before-inline").is_some() {
             lines.push(format!(
                 "{:<62}{:>8.2}x",
-                format!("{workload}: function / compared at c={high}"),
-                rps("function") / rps("compared")
+                format!("{workload}: function / before at c={high}"),
+                rps("function") / rps("before-inline")
             ));
         }
         let function_ratio = ratios[&(workload.clone(), "function".to_owned())];

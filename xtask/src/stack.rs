@@ -241,7 +241,8 @@ pub fn start_haproxy(
 ) -> Result<Started> {
     ensure_haproxy()?;
     std::fs::create_dir_all(dir)?;
-    let config = dir.join("haproxy.cfg");
+    // One configuration and log per forward: several may share `dir`.
+    let config = dir.join(format!("haproxy-to-{upstream}.cfg"));
     std::fs::write(
         &config,
         format!(
@@ -250,7 +251,7 @@ pub fn start_haproxy(
              backend upstream\n  server local 127.0.0.1:{upstream}\n"
         ),
     )?;
-    let log_file = std::fs::File::create(dir.join("haproxy.log"))?;
+    let log_file = std::fs::File::create(dir.join(format!("haproxy-to-{upstream}.log")))?;
     let haproxy = start(
         "haproxy",
         Command::new("haproxy")

@@ -1,0 +1,155 @@
+//! The HTTPS client's trust store (`plant_store::https`), end to end: the
+//! issuer's key set behind TLS with a certificate from a CA made for this
+//! run. The compiled-in roots refuse that CA; `EXTRA_CA_CERTS` (besides
+//! them) or `SSL_CERT_FILE` (instead of them) naming it make the same
+//! function fetch the keys and accept a valid token. A trust file that
+//! cannot be used stops the start, naming its variable.
+
+use plant_store::auth::Verifier;
+use plant_store::config::{Config, KeyConfig, KeyRefresh, TrustConfig};
+use plant_store::https::Https;
+use plant_store::jwks::KeySource;
+use plant_store_testkit::key_server::KeyServer;
+use plant_store_testkit::tls_front::TlsFront;
+use plant_store_testkit::{
+    INVALID_TOKEN, TestApp, assert_accepted, assert_refused, bearer, keys, token_rules,
+};
+
+/// The function as `main` builds it, its keys at `url`, trusting `trust`.
+async fn app_trusting(trust: &TrustConfig, url: &str) -> TestApp {
+    let https = Https::new(trust).unwrap();
+    let config = KeyConfig::Url {
+        url: url.to_owned(),
+        refresh: KeyRefresh::default(),
+    };
+    let keys = KeySource::from_config(&config, &https).unwrap();
+    keys.prefetch().await;
+    TestApp::with_verifier(Verifier::new(keys, &token_rules())).await
+}
+
+#[tokio::test]
+async fn a_local_ca_is_trusted_only_where_a_trust_setting_names_it() {
+    let server = KeyServer::start(keys().jwks.clone()).await;
+    let upstream = server
+        .jwks_url
+        .trim_start_matches("http://")
+        .split('/')
+        .next()
+        .unwrap()
+        .to_owned();
+    let front = TlsFront::start(upstream).await;
+    let url = format!("https://{}/.well-known/jwks.json", front.address);
+
+    let untrusted = app_trusting(&TrustConfig::default(), &url).await;
+    assert_eq!(
+        server.fetches(),
+        0,
+        "the handshake fails before any request"
+    );
+    assert_refused(&untrusted, &bearer("alice"), INVALID_TOKEN, "no keys").await;
+
+    let besides = TrustConfig {
+        bundle: None,
+        extra: Some(front.ca_file.clone()),
+    };
+    assert_accepted(
+        &app_trusting(&besides, &url).await,
+        &bearer("alice"),
+        "EXTRA_CA_CERTS",
+    )
+    .await;
+    assert_eq!(server.fetches(), 1);
+
+    let instead = TrustConfig {
+        bundle: Some(front.ca_file.clone()),
+        extra: None,
+    };
+    assert_accepted(
+        &app_trusting(&instead, &url).await,
+        &bearer("alice"),
+        "SSL_CERT_FILE",
+    )
+    .await;
+    assert_eq!(server.fetches(), 2);
+}
+
+#[test]
+fn the_environment_names_the_trust_files() {
+    let config = Config::from_lookup(|name| {
+        Some(
+            match name {
+                "PLANTS_TABLE" => "plants",
+                "AUTH_ISSUER" => "https://issuer.example",
+                "SSL_CERT_FILE" => "/etc/bundle.pem",
+                "EXTRA_CA_CERTS" => "/etc/proxy-ca.pem",
+                _ => return None,
+            }
+            .to_owned(),
+        )
+    })
+    .unwrap();
+    assert_eq!(
+        config.trust.bundle.unwrap().to_str(),
+        Some("/etc/bundle.pem")
+    );
+    assert_eq!(
+        config.trust.extra.unwrap().to_str(),
+        Some("/etc/proxy-ca.pem")
+    );
+}
+
+#[test]
+fn a_trust_file_that_cannot_be_used_stops_the_start_and_is_named() {
+    let dir = std::env::temp_dir().join(format!("plant-store-trust-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let not_pem = dir.join("not-pem.txt");
+    std::fs::write(&not_pem, "no certificate here\n").unwrap();
+    let broken = dir.join("broken.pem");
+    std::fs::write(
+        &broken,
+        "-----BEGIN CERTIFICATE-----\nAAAA\n-----END CERTIFICATE-----\n",
+    )
+    .unwrap();
+    let missing = dir.join("missing.pem");
+    let cases = [
+        (Some(&missing), None, "SSL_CERT_FILE", "cannot read it"),
+        (
+            Some(&not_pem),
+            None,
+            "SSL_CERT_FILE",
+            "holds no PEM certificate",
+        ),
+        (
+            Some(&broken),
+            None,
+            "SSL_CERT_FILE",
+            "no usable root certificate",
+        ),
+        (None, Some(&missing), "EXTRA_CA_CERTS", "cannot read it"),
+        (
+            None,
+            Some(&not_pem),
+            "EXTRA_CA_CERTS",
+            "holds no PEM certificate",
+        ),
+        (
+            None,
+            Some(&broken),
+            "EXTRA_CA_CERTS",
+            "not a usable CA certificate",
+        ),
+    ];
+    for (bundle, extra, variable, problem) in cases {
+        let trust = TrustConfig {
+            bundle: bundle.cloned(),
+            extra: extra.cloned(),
+        };
+        let message = Https::new(&trust).unwrap_err().to_string();
+        let path = bundle.or(extra).unwrap().display().to_string();
+        assert!(
+            message.starts_with(&format!("{variable} ({path}): {problem}")),
+            "{message}"
+        );
+    }
+    std::fs::remove_dir_all(&dir).unwrap();
+}
