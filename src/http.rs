@@ -106,7 +106,7 @@ impl PlantApi {
         }
         let new = NewPlant::from_json(body)?;
         match self.store.create(owner, &new).await? {
-            Created::New { .. } => {}
+            Created::New => {}
             Created::AlreadyStored(stored) => new.check_retry_of(&stored)?,
             Created::LimitReached => {
                 return Err(ApiError::TooManyPlants {

@@ -28,8 +28,8 @@ use aws_sdk_dynamodb::error::{DisplayErrorContext, ProvideErrorMetadata, SdkErro
 use aws_sdk_dynamodb::operation::query::builders::QueryFluentBuilder;
 use aws_sdk_dynamodb::operation::transact_write_items::TransactWriteItemsError;
 use aws_sdk_dynamodb::types::{
-    AttributeValue, KeyType, Put, ReturnConsumedCapacity, ReturnValuesOnConditionCheckFailure,
-    ScalarAttributeType, TransactWriteItem, Update,
+    AttributeValue, KeyType, Put, ReturnValuesOnConditionCheckFailure, ScalarAttributeType,
+    TransactWriteItem, Update,
 };
 
 use crate::domain::{Limit, NewPlant, Owner, Plant, PlantId, PlantName, PlantTag};
@@ -174,11 +174,11 @@ where
     }
 }
 
-/// The answer to a create: the plant is new (and what the write cost), a
-/// plant already has that id, or the owner has as many plants as allowed.
+/// The answer to a create: the plant is new, a plant already has that id,
+/// or the owner has as many plants as allowed.
 #[derive(Debug)]
 pub enum Created {
-    New { write_units: Option<f64> },
+    New,
     AlreadyStored(Plant),
     LimitReached,
 }
@@ -239,18 +239,10 @@ impl PlantStore {
                 .client
                 .transact_write_items()
                 .set_transact_items(Some(transaction.clone()))
-                .return_consumed_capacity(ReturnConsumedCapacity::Total)
                 .send()
                 .await;
             let cancelled = match result {
-                Ok(output) => {
-                    let write_units = output
-                        .consumed_capacity()
-                        .iter()
-                        .filter_map(|consumed| consumed.capacity_units())
-                        .reduce(|total, units| total + units);
-                    return Ok(Created::New { write_units });
-                }
+                Ok(_) => return Ok(Created::New),
                 Err(error) => match error.as_service_error() {
                     Some(TransactWriteItemsError::TransactionCanceledException(cancelled)) => {
                         cancelled.clone()

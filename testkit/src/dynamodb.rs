@@ -1,15 +1,22 @@
 //! The tests' DynamoDB clients: the production configuration, pointed at
 //! DynamoDB Local, with every request counted.
 
-use std::sync::Arc;
 use std::sync::atomic::{AtomicU32, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
 
 use aws_sdk_dynamodb::Client;
-use aws_sdk_dynamodb::config::interceptors::BeforeTransmitInterceptorContextRef;
+use aws_sdk_dynamodb::config::interceptors::{
+    AfterDeserializationInterceptorContextRef, BeforeSerializationInterceptorContextMut,
+    BeforeTransmitInterceptorContextRef,
+};
 use aws_sdk_dynamodb::config::{
     ConfigBag, Credentials, Intercept, Region, RuntimeComponents, SharedInterceptor,
 };
 use aws_sdk_dynamodb::error::BoxError;
+use aws_sdk_dynamodb::operation::transact_write_items::{
+    TransactWriteItemsInput, TransactWriteItemsOutput,
+};
+use aws_sdk_dynamodb::types::ReturnConsumedCapacity;
 use plant_store::https::Https;
 use plant_store::store::client_config;
 
@@ -42,6 +49,59 @@ impl Intercept for CallCounter {
     }
 }
 
+/// Asks DynamoDB what each `TransactWriteItems` consumed, which production
+/// never asks, and keeps the last answer's total.
+#[derive(Debug, Default, Clone)]
+pub struct WriteUnits(Arc<Mutex<Option<f64>>>);
+
+impl WriteUnits {
+    /// The write units of the last transaction, as DynamoDB reported them.
+    pub fn last(&self) -> Option<f64> {
+        *self.0.lock().unwrap()
+    }
+}
+
+impl Intercept for WriteUnits {
+    fn name(&self) -> &'static str {
+        "WriteUnits"
+    }
+
+    fn modify_before_serialization(
+        &self,
+        context: &mut BeforeSerializationInterceptorContextMut<'_>,
+        _components: &RuntimeComponents,
+        _config: &mut ConfigBag,
+    ) -> Result<(), BoxError> {
+        if let Some(input) = context
+            .input_mut()
+            .downcast_mut::<TransactWriteItemsInput>()
+        {
+            input.return_consumed_capacity = Some(ReturnConsumedCapacity::Total);
+        }
+        Ok(())
+    }
+
+    fn read_after_deserialization(
+        &self,
+        context: &AfterDeserializationInterceptorContextRef<'_>,
+        _components: &RuntimeComponents,
+        _config: &mut ConfigBag,
+    ) -> Result<(), BoxError> {
+        let output = context
+            .output_or_error()
+            .ok()
+            .and_then(|output| output.downcast_ref::<TransactWriteItemsOutput>());
+        if let Some(output) = output {
+            *self.0.lock().unwrap() = output
+                .consumed_capacity()
+                .iter()
+                .filter_map(|consumed| consumed.capacity_units())
+                .reduce(|total, units| total + units);
+        }
+        Ok(())
+    }
+}
+
 pub async fn dynamodb_client() -> Client {
     counted_dynamodb_client(None).await.0
 }
@@ -65,6 +125,18 @@ pub(crate) fn aws_env() -> [(&'static str, String); 3] {
 /// `endpoint` (a fault proxy) if given.
 pub async fn counted_dynamodb_client(endpoint: Option<&str>) -> (Client, CallCounter) {
     let counter = CallCounter::default();
+    (
+        dynamodb_client_with(endpoint, counter.clone()).await,
+        counter,
+    )
+}
+
+/// A client with the production configuration and `interceptor`; to
+/// DynamoDB Local, or through `endpoint` if given.
+pub async fn dynamodb_client_with(
+    endpoint: Option<&str>,
+    interceptor: impl Intercept + 'static,
+) -> Client {
     let [(_, region), (_, key), (_, secret)] = aws_env();
     let https = Https::new(&Default::default()).expect("the compiled-in roots");
     let config = client_config(&https)
@@ -73,9 +145,9 @@ pub async fn counted_dynamodb_client(endpoint: Option<&str>) -> (Client, CallCou
         .endpoint_url(endpoint.unwrap_or(dynamodb_local::url()))
         .region(Region::new(region))
         .credentials_provider(Credentials::new(key, secret, None, None, "tests"))
-        .interceptor(SharedInterceptor::new(counter.clone()))
+        .interceptor(SharedInterceptor::new(interceptor))
         .build();
-    (Client::from_conf(config), counter)
+    Client::from_conf(config)
 }
 
 pub(crate) fn unique_table_name() -> String {

@@ -23,7 +23,9 @@ pub mod sam_local;
 pub mod tls_front;
 
 pub use app::TestApp;
-pub use dynamodb::{CallCounter, counted_dynamodb_client, dynamodb_client};
+pub use dynamodb::{
+    CallCounter, WriteUnits, counted_dynamodb_client, dynamodb_client, dynamodb_client_with,
+};
 pub use event::ApiGatewayEvent;
 pub use keys::{TestKeys, bearer, keys, token, token_rules, verifier};
 pub use plant_store_stand_in::{http_server, runtime_api};

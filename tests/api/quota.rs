@@ -7,7 +7,7 @@
 use futures::future::join_all;
 use plant_store::domain::{NewPlant, Owner};
 use plant_store::store::{Created, PlantStore};
-use plant_store_testkit::{TestApp, bearer, dynamodb_client};
+use plant_store_testkit::{TestApp, WriteUnits, bearer, dynamodb_client_with};
 use serde_json::{Value, json};
 
 const MAX: u32 = 5;
@@ -110,13 +110,18 @@ async fn retries_and_conflicts_below_the_bound_count_nothing() {
 #[tokio::test]
 async fn what_a_created_plant_costs_in_write_units() {
     let app = TestApp::new().await;
-    let store = PlantStore::new(dynamodb_client().await, &app.table, MAX);
+    let units = WriteUnits::default();
+    let client = dynamodb_client_with(None, units.clone()).await;
+    let store = PlantStore::new(client, &app.table, MAX);
     let owner = Owner::parse("alice".to_owned()).unwrap();
     let new = NewPlant::from_json(plant(1).as_bytes()).unwrap();
-    let Created::New { write_units } = store.create(&owner, &new).await.unwrap() else {
-        panic!("a new plant");
-    };
-    let write_units = write_units.expect("DynamoDB reports the consumed capacity");
+    assert!(matches!(
+        store.create(&owner, &new).await.unwrap(),
+        Created::New
+    ));
+    let write_units = units
+        .last()
+        .expect("DynamoDB reports the consumed capacity");
     // Two items of under 1 KB: the plant and the owner's counter. DynamoDB
     // Local reports one unit per item; DynamoDB bills an item written in a
     // transaction at two, so 4 units there (a lone PutItem was 1).
