@@ -28,7 +28,7 @@ use crate::config::TrustConfig;
 /// A connection must open within 0.5 s: Lambda to DynamoDB or to the
 /// issuer takes milliseconds, and a store or key fetch that cannot connect
 /// must fail fast enough to be retried inside the request's time.
-pub const CONNECT_TIMEOUT: Duration = Duration::from_millis(500);
+const CONNECT_TIMEOUT: Duration = Duration::from_millis(500);
 
 /// The connector both clients use (HTTP/1.1; plain HTTP too, which only
 /// DynamoDB Local and the tests' loopback servers use).

@@ -27,8 +27,15 @@ pub fn ensure_cargo_fuzz() -> Result {
     ensure_cargo_tool("cargo-fuzz", "cargo-fuzz", "0.13.2")
 }
 
-fn cargo_fuzz() -> Command {
-    let mut command = Command::new("cargo");
+fn cargo_fuzz(priority: Priority) -> Command {
+    let mut command = match priority {
+        Priority::Normal => Command::new("cargo"),
+        Priority::Idle => {
+            let mut nice = Command::new("nice");
+            nice.args(["-n", "19", "cargo"]);
+            nice
+        }
+    };
     command.arg("fuzz").env("RUSTC_BOOTSTRAP", "1");
     command
 }
@@ -63,20 +70,11 @@ pub fn start_build(build: &str, priority: Priority) -> Result<FuzzBuild> {
         _ => return Err("FUZZ_BUILD is release or dev".into()),
     }
     log!("building the fuzz targets");
-    let mut command = match priority {
-        Priority::Normal => cargo_fuzz(),
-        Priority::Idle => {
-            let mut nice = Command::new("nice");
-            nice.args(["-n", "19", "cargo", "fuzz"])
-                .env("RUSTC_BOOTSTRAP", "1");
-            nice
-        }
-    };
     let log_path = tools_dir().join("fuzz-build.log");
     let log_file = std::fs::File::create(&log_path)?;
     let process = start(
         "the fuzz build",
-        command
+        cargo_fuzz(priority)
             .arg("build")
             .args(&flags)
             .stdout(log_file.try_clone()?)
@@ -92,9 +90,7 @@ pub fn start_build(build: &str, priority: Priority) -> Result<FuzzBuild> {
 
 /// Waits for `build`, then fuzzes every target for `seconds`.
 pub fn fuzz_targets(build: FuzzBuild, seconds: u64) -> Result {
-    if let Err(error) = build.process.finish() {
-        return Err(format!("{error}\n{}", tail(&build.log_path, 40)).into());
-    }
+    build.process.finish(&build.log_path)?;
     let flags = &build.flags;
     // libFuzzer runs one target on one core: as many targets at once as
     // there are cores, each for the full time.
@@ -127,7 +123,7 @@ fn fuzz_target(target: &str, seconds: u64, flags: &[&str]) -> Result<String> {
     std::fs::create_dir_all(&corpus)?;
     let log_path = tools_dir().join(format!("fuzz-{target}.log"));
     let log_file = std::fs::File::create(&log_path)?;
-    let fuzzed = run(cargo_fuzz()
+    let fuzzed = run(cargo_fuzz(Priority::Normal)
         .arg("run")
         .args(flags)
         .args([target, &corpus, &format!("fuzz/seeds/{target}"), "--"])

@@ -272,16 +272,17 @@ impl Started {
         clean_up_now(self.cleanup);
     }
 
-    /// Waits until it ends; an error unless it succeeded (for a job started
-    /// in the background, such as a build).
-    pub fn finish(&self) -> Result {
+    /// Waits until it ends; an error, with the end of `log` (where its
+    /// output went), unless it succeeded. For a job started in the
+    /// background, such as a build.
+    pub fn finish(&self, log: &std::path::Path) -> Result {
         loop {
             // Polled, so that a clean-up can take the lock meanwhile.
             if let Some(status) = self.child.lock().unwrap().try_wait()? {
                 return if status.success() {
                     Ok(())
                 } else {
-                    Err(format!("{} failed ({status})", self.name).into())
+                    Err(format!("{} failed ({status})\n{}", self.name, tail(log, 40)).into())
                 };
             }
             std::thread::sleep(Duration::from_millis(250));

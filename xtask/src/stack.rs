@@ -443,9 +443,7 @@ pub fn start_sam_build() -> Result<SamBuild> {
 impl SamBuild {
     /// Waits for the build, then checks what it made.
     pub fn finish(self) -> Result<Artifact> {
-        if let Err(error) = self.process.finish() {
-            return Err(format!("{error}\n{}", tail(&self.log_path, 40)).into());
-        }
+        self.process.finish(&self.log_path)?;
         check_no_jitter_entropy(&root().join("target/aarch64-unknown-linux-gnu/release"))?;
         let bootstrap = root().join(".aws-sam/build/PlantsFunction/bootstrap");
         check_arm64_bootstrap(&bootstrap)?;
