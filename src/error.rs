@@ -19,6 +19,8 @@ const RETRY_AFTER_SECONDS: &str = "1";
 
 #[derive(Debug)]
 pub enum ApiError {
+    /// The event carries what HTTP cannot represent (`crate::event`).
+    UnreadableRequest(String),
     InvalidBody(PlantError),
     InvalidQuery(String),
     Auth(AuthError),
@@ -47,7 +49,9 @@ pub enum ApiError {
 impl ApiError {
     pub fn status(&self) -> StatusCode {
         match self {
-            Self::InvalidBody(_) | Self::InvalidQuery(_) => StatusCode::BAD_REQUEST,
+            Self::UnreadableRequest(_) | Self::InvalidBody(_) | Self::InvalidQuery(_) => {
+                StatusCode::BAD_REQUEST
+            }
             Self::Auth(AuthError::InsufficientScope { .. }) => StatusCode::FORBIDDEN,
             Self::Auth(_) => StatusCode::UNAUTHORIZED,
             Self::NotFound => StatusCode::NOT_FOUND,
@@ -71,7 +75,7 @@ impl ApiError {
     fn message(&self) -> String {
         match self {
             Self::InvalidBody(error) => error.to_string(),
-            Self::InvalidQuery(message) => message.clone(),
+            Self::UnreadableRequest(message) | Self::InvalidQuery(message) => message.clone(),
             Self::Auth(AuthError::MissingToken) => {
                 "The Authorization header must carry a Bearer token.".into()
             }

@@ -7,11 +7,13 @@ use std::time::Instant;
 use lambda_http::http::header::{CONTENT_TYPE, LINK};
 use lambda_http::http::{HeaderMap, HeaderValue, StatusCode};
 use lambda_http::request::RequestContext;
-use lambda_http::{Body, Request, RequestExt, Response};
+use lambda_http::{Body, Context, LambdaEvent, Request, RequestExt, Response};
+use serde_json::Value;
 
 use crate::auth::Verifier;
 use crate::domain::{Cursor, Limit, NewPlant, Owner};
 use crate::error::ApiError;
+use crate::event::{self, Answer};
 use crate::metrics;
 use crate::response::json_response;
 use crate::route::{Operation, Route};
@@ -31,39 +33,45 @@ impl PlantApi {
         Self { verifier, store }
     }
 
-    /// Answers one request. Every outcome, errors included, is a response:
-    /// the function itself never fails an invocation.
+    /// Answers one invocation: the event Lambda delivered, read by
+    /// [`crate::event`], answered in the event's own format. Every outcome,
+    /// an unreadable event included, is a response: the function itself
+    /// never fails an invocation.
+    pub async fn invoke(&self, event: LambdaEvent<Value>) -> Answer {
+        let LambdaEvent { payload, context } = event;
+        let (format, request) = event::read(payload);
+        let response = match request {
+            Ok(request) => self.handle(request.with_lambda_context(context)).await,
+            Err(error) => {
+                let started = Instant::now();
+                let response = error.into_response();
+                log_request(&context, "-", "-", Route::NotFound, &response, started);
+                response
+            }
+        };
+        format.answer(response)
+    }
+
+    /// Answers one request.
     pub async fn handle(&self, request: Request) -> Response<Body> {
         let started = Instant::now();
-        let context = request.lambda_context_ref();
-        let request_id = context.map_or("-", |context| context.request_id.as_str());
-        let function = context.map_or("-", |context| context.env_config.function_name.as_str());
         let route = Route::resolve(request.method(), route_path(&request));
         let response = match self.dispatch(&request, route).await {
             Ok(response) => response,
             Err(error) => {
                 if let Some(detail) = error.log_detail() {
+                    let request_id = request
+                        .lambda_context_ref()
+                        .map_or("-", |context| context.request_id.as_str());
                     tracing::error!(request_id, status = error.status().as_u16(), detail);
                 }
                 error.into_response()
             }
         };
-        let status = response.status().as_u16();
-        let latency_ms = started.elapsed().as_secs_f64() * 1000.0;
-        tracing::info!(
-            request_id,
-            method = %request.method(),
-            path = request.uri().path(),
-            status,
-            latency_ms,
-            "request"
-        );
-        crate::log::write_line(&metrics::emf_line(
-            function,
-            route.metric_name(),
-            status,
-            latency_ms,
-        ));
+        let no_context = Context::default();
+        let context = request.lambda_context_ref().unwrap_or(&no_context);
+        let method = request.method().as_str();
+        log_request(context, method, request.uri().path(), route, &response, started);
         response
     }
 
@@ -145,10 +153,47 @@ impl PlantApi {
     }
 }
 
-/// The path the route is matched on: the event's own path, without the API
+/// One JSON log line and one EMF metrics line per request.
+fn log_request(
+    context: &Context,
+    method: &str,
+    path: &str,
+    route: Route,
+    response: &Response<Body>,
+    started: Instant,
+) {
+    let status = response.status().as_u16();
+    let latency_ms = started.elapsed().as_secs_f64() * 1000.0;
+    let request_id = context.request_id.as_str();
+    tracing::info!(request_id, method, path, status, latency_ms, "request");
+    crate::log::write_line(&metrics::emf_line(
+        &context.env_config.function_name,
+        route.metric_name(),
+        status,
+        latency_ms,
+    ));
+}
+
+/// The path the route is matched on. Where API Gateway matched a route of
+/// its own, that route's path: an HTTP API's `routeKey` (`GET /plants`),
+/// a REST API's resource path; so that a custom domain's API mapping
+/// (`/v1`, kept in the event's path) changes nothing. Otherwise (the
+/// `$default` route, a function URL) the event's own path, without the API
 /// Gateway stage prefix (present in REST and named-stage HTTP API events) and
 /// without a trailing slash.
 fn route_path(request: &Request) -> &str {
+    let matched = match request.request_context_ref() {
+        Some(RequestContext::ApiGatewayV2(context)) => context
+            .route_key
+            .as_deref()
+            .and_then(|key| key.split_once(' '))
+            .map(|(_, path)| path),
+        Some(RequestContext::ApiGatewayV1(context)) => context.resource_path.as_deref(),
+        _ => None,
+    };
+    if let Some(path) = matched.filter(|path| !path.contains('{')) {
+        return path;
+    }
     let raw = match request.raw_http_path() {
         "" => request.uri().path(),
         raw => raw,

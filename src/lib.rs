@@ -17,6 +17,8 @@ pub mod domain;
 #[cfg(feature = "dynamodb")]
 mod error;
 #[cfg(feature = "dynamodb")]
+pub mod event;
+#[cfg(feature = "dynamodb")]
 pub mod http;
 pub mod https;
 pub mod jwks;

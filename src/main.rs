@@ -1,12 +1,12 @@
 //! The Lambda `bootstrap`: reads the configuration, builds the clients,
 //! fetches the signing keys and opens the DynamoDB connection once (in init,
 //! where Lambda gives full CPU), and hands every request to
-//! [`PlantApi::handle`]: one at a time on classic Lambda, up to
+//! [`PlantApi::invoke`]: one at a time on classic Lambda, up to
 //! `AWS_LAMBDA_MAX_CONCURRENCY` at once on Lambda Managed Instances.
 
 use std::sync::Arc;
 
-use lambda_http::{Error, service_fn};
+use lambda_http::{Error, LambdaEvent, lambda_runtime, service_fn};
 use plant_store::auth::Verifier;
 use plant_store::config::Config;
 use plant_store::http::PlantApi;
@@ -26,11 +26,13 @@ async fn main() -> Result<(), Error> {
     // Both remote calls of a request, made ready while init has full CPU.
     tokio::join!(keys.prefetch(), store.warm_up());
     let api = Arc::new(PlantApi::new(Verifier::new(keys, &config.rules), store));
-    // Falls back to lambda_http's one-at-a-time loop when the variable is
-    // unset or 1, so the same binary serves both.
-    lambda_http::run_concurrent(service_fn(move |request| {
+    // Falls back to the one-at-a-time loop when the variable is unset or 1,
+    // so the same binary serves both. The event stays JSON until
+    // `PlantApi::invoke` reads it (src/event.rs), so that no event fails
+    // the invocation.
+    lambda_runtime::run_concurrent(service_fn(move |event: LambdaEvent<serde_json::Value>| {
         let api = Arc::clone(&api);
-        async move { Ok::<_, Error>(api.handle(request).await) }
+        async move { Ok::<_, Error>(api.invoke(event).await) }
     }))
     .await
 }

@@ -2,7 +2,7 @@
 
 use aws_sdk_dynamodb::Client;
 use aws_sdk_dynamodb::types::AttributeValue;
-use lambda_http::Request;
+use lambda_http::{Context, LambdaEvent, Request};
 use plant_store::auth::Verifier;
 use plant_store::config::DEFAULT_MAX_PLANTS_PER_OWNER;
 use plant_store::http::PlantApi;
@@ -92,6 +92,17 @@ impl TestApp {
 
     pub async fn send(&self, request: Request) -> TestResponse {
         TestResponse::from(self.api.handle(request).await)
+    }
+
+    /// Answers `event` as the function's binary does: the whole invocation,
+    /// from the event Lambda delivers to the response it returns.
+    pub async fn invoke(&self, event: &str) -> TestResponse {
+        let event = serde_json::from_str(event).unwrap();
+        let answer = self
+            .api
+            .invoke(LambdaEvent::new(event, Context::default()))
+            .await;
+        TestResponse::from_lambda_response(&serde_json::to_value(answer).unwrap())
     }
 
     pub async fn post(&self, authorization: &str, body: &str) -> TestResponse {

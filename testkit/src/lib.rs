@@ -26,7 +26,7 @@ pub use app::TestApp;
 pub use dynamodb::{
     CallCounter, WriteUnits, counted_dynamodb_client, dynamodb_client, dynamodb_client_with,
 };
-pub use event::ApiGatewayEvent;
+pub use event::{ApiGatewayEvent, request};
 pub use keys::{TestKeys, bearer, keys, token, token_rules, verifier};
 pub use plant_store_stand_in::{http_server, runtime_api};
 pub use response::{TestResponse, assert_accepted, assert_refused};

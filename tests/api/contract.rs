@@ -345,7 +345,7 @@ async fn a_body_that_is_not_utf8_gets_400_and_writes_nothing() {
         "body": "eyJpZCI6IDEsICJuYW1lIjogIv/+In0=",
         "isBase64Encoded": true
     });
-    let request = lambda_http::request::from_str(&event.to_string()).unwrap();
-    app.send(request).await.assert_error(400, "not valid JSON");
+    app.invoke(&event.to_string())
+        .await.assert_error(400, "not valid JSON");
     assert!(app.stored_items().await.is_empty());
 }

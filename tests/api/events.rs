@@ -1,7 +1,7 @@
 //! Fixtures as tests: every event in `events/` (real API Gateway REST, HTTP
 //! API and function URL shapes) is answered against DynamoDB Local and
-//! compared with the `.expected.json` beside it: deserialised as the Lambda
-//! runtime does and handed to the production handler; handed to the
+//! compared with the `.expected.json` beside it: answered by the whole
+//! invocation in this process (`PlantApi::invoke`, as the binary runs it); handed to the
 //! function's binary through the Runtime API (the `bootstrap`, see
 //! [`crate::bootstrap_command`]; scripts/test runs this on the arm64 artifact
 //! of `sam build` too); and, for the HTTP API events (the template's API),
@@ -37,7 +37,7 @@ fn event_files(dir: &Path, found: &mut Vec<PathBuf>) {
 /// How an event reaches the function.
 #[derive(Clone, Copy)]
 enum Via<'a> {
-    /// lambda_http's deserialisation, then the handler, in this process.
+    /// The invocation (`PlantApi::invoke`: the event read, then the handler), in this process.
     Handler,
     /// The Runtime API, to the binary (a process per event).
     Bootstrap,
@@ -61,10 +61,7 @@ async fn replay(event_path: &Path, via: Via<'_>) -> Vec<String> {
         .unwrap()
         .replace("{{token}}", &token(EVENTS_OWNER));
     let response = match via {
-        Via::Handler => match lambda_http::request::from_str(&event) {
-            Ok(request) => app.send(request).await,
-            Err(error) => return vec![format!("not an event lambda_http accepts: {error}")],
-        },
+        Via::Handler => app.invoke(&event).await,
         Via::Bootstrap => {
             let function =
                 LambdaProcess::start(&crate::bootstrap_command(), &app.function_env()).await;

@@ -49,7 +49,7 @@ fn binary_post(bytes: &[u8]) -> Request {
         json!({"Authorization": [authorization], "Content-Type": ["application/json"]});
     event["body"] = json!(base64::engine::general_purpose::STANDARD.encode(bytes));
     event["isBase64Encoded"] = json!(true);
-    lambda_http::request::from_str(&event.to_string()).unwrap()
+    plant_store_testkit::request(&event.to_string())
 }
 
 fn nested(levels: usize) -> String {
