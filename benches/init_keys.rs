@@ -34,6 +34,7 @@ async fn main() {
         audience: None,
         cognito_client_ids: Vec::new(),
         scopes: None,
+        token_type: None,
     };
 
     // The HTTPS client is built once for both (benches/trust_store.rs

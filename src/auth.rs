@@ -10,7 +10,7 @@ use serde_json::Value;
 
 use crate::config::{ScopeRules, TokenRules};
 use crate::domain::Owner;
-use crate::jwks::{ACCEPTED_ALGORITHMS, KeySource};
+use crate::jwks::{ACCEPTED_ALGORITHMS, KeySource, KeysUnavailable};
 /// Clock skew tolerated on `exp` and `nbf`, in seconds.
 const LEEWAY_SECONDS: u64 = 30;
 /// Real tokens are a few hundred bytes to ~2 KiB; anything far larger is
@@ -37,6 +37,16 @@ pub enum AuthError {
     InvalidToken,
     /// A valid token that does not grant this scope, which the route needs.
     InsufficientScope { scope: String },
+    /// The token names a signing key that is not cached, and the issuer's
+    /// key set cannot be fetched now: the token may well be valid, so the
+    /// answer is "retry", never "invalid" (which signs users out).
+    KeysUnavailable,
+}
+
+impl From<KeysUnavailable> for AuthError {
+    fn from(_: KeysUnavailable) -> Self {
+        Self::KeysUnavailable
+    }
 }
 
 #[derive(Deserialize)]
@@ -78,6 +88,7 @@ pub struct Verifier {
     validations: Vec<Validation>,
     cognito_client_ids: Vec<String>,
     scopes: Option<ScopeRules>,
+    token_type: Option<String>,
 }
 
 impl Verifier {
@@ -108,6 +119,7 @@ impl Verifier {
             validations,
             cognito_client_ids: rules.cognito_client_ids.clone(),
             scopes: rules.scopes.clone(),
+            token_type: rules.token_type.clone(),
         }
     }
 
@@ -127,17 +139,25 @@ impl Verifier {
             return Err(AuthError::InvalidToken);
         }
         let header = jsonwebtoken::decode_header(token).map_err(|_| AuthError::InvalidToken)?;
+        if let Some(required) = &self.token_type
+            && !header
+                .typ
+                .as_deref()
+                .is_some_and(|typ| is_type(typ, required))
+        {
+            return Err(AuthError::InvalidToken);
+        }
         let validation = self
             .validations
             .iter()
             .find(|validation| validation.algorithms == [header.alg])
             .ok_or(AuthError::InvalidToken)?;
         let kid = header.kid.as_deref().ok_or(AuthError::InvalidToken)?;
-        let key = self.keys.key(kid).await.ok_or(AuthError::InvalidToken)?;
+        let key = self.keys.key(kid).await?.ok_or(AuthError::InvalidToken)?;
         if key.algorithm != header.alg {
             return Err(AuthError::InvalidToken);
         }
-        let claims = jsonwebtoken::decode::<Claims>(token, &key.key, validation)
+        let mut claims = jsonwebtoken::decode::<Claims>(token, &key.key, validation)
             .map_err(|error| match error.kind() {
                 ErrorKind::ExpiredSignature => AuthError::Expired,
                 _ => AuthError::InvalidToken,
@@ -153,6 +173,9 @@ impl Verifier {
                 return Err(AuthError::InvalidToken);
             }
         }
+        // Who the caller is comes before what it may do: a token without a
+        // usable subject is invalid (401) whatever its scopes.
+        let owner = Owner::parse(std::mem::take(&mut claims.sub)).ok_or(AuthError::InvalidToken)?;
         if let Some(scopes) = &self.scopes {
             let scope = match access {
                 Access::Read => &scopes.read,
@@ -164,8 +187,20 @@ impl Verifier {
                 });
             }
         }
-        Owner::parse(claims.sub).ok_or(AuthError::InvalidToken)
+        Ok(owner)
     }
+}
+
+/// Whether a JOSE `typ` names the media type `required`: case-insensitive,
+/// with or without the `application/` prefix (RFC 8725, section 3.11).
+fn is_type(typ: &str, required: &str) -> bool {
+    let bare = |name: &str| {
+        let lower = name.to_ascii_lowercase();
+        lower
+            .strip_prefix("application/")
+            .map_or(lower.clone(), str::to_owned)
+    };
+    bare(typ) == bare(required)
 }
 
 /// The token of `Authorization: Bearer <token>` (RFC 6750, section 2.1).
@@ -179,13 +214,18 @@ impl Verifier {
 /// value from one sent as it is.
 fn bearer_token(headers: &HeaderMap) -> Result<&str, AuthError> {
     let mut values = headers.get_all(AUTHORIZATION).iter();
-    let value = values.next().ok_or(AuthError::MissingToken)?;
-    let value = value.to_str().map_err(|_| AuthError::MissingToken)?;
-    let (scheme, token) = value.split_once(' ').ok_or(AuthError::MissingToken)?;
+    let value = values.next().ok_or(AuthError::MissingToken)?.as_bytes();
+    let space = value
+        .iter()
+        .position(|&byte| byte == b' ')
+        .ok_or(AuthError::MissingToken)?;
+    let (scheme, token) = (&value[..space], &value[space + 1..]);
     // The auth-scheme is case-insensitive (RFC 9110, section 11.1).
-    if !scheme.eq_ignore_ascii_case("bearer") {
+    if !scheme.eq_ignore_ascii_case(b"bearer") {
         return Err(AuthError::MissingToken);
     }
+    // A Bearer value with bytes beyond ASCII is a malformed token.
+    let token = std::str::from_utf8(token).map_err(|_| AuthError::InvalidToken)?;
     match token.trim() {
         "" => Err(AuthError::MissingToken),
         token if values.next().is_some() || !is_b64token(token) => Err(AuthError::InvalidToken),
@@ -261,6 +301,24 @@ mod tests {
                 "{value}"
             );
         }
+        // Bytes beyond ASCII after the scheme: a malformed token; in
+        // another scheme: no credentials.
+        let mut non_ascii = HeaderMap::new();
+        non_ascii.insert(
+            AUTHORIZATION,
+            HeaderValue::from_bytes(b"Bearer \xc3\xa9").unwrap(),
+        );
+        assert_eq!(bearer_token(&non_ascii), Err(AuthError::InvalidToken));
+        non_ascii.insert(
+            AUTHORIZATION,
+            HeaderValue::from_bytes(b"Bearer ab\xff").unwrap(),
+        );
+        assert_eq!(bearer_token(&non_ascii), Err(AuthError::InvalidToken));
+        non_ascii.insert(
+            AUTHORIZATION,
+            HeaderValue::from_bytes(b"Basic \xc3\xa9").unwrap(),
+        );
+        assert_eq!(bearer_token(&non_ascii), Err(AuthError::MissingToken));
         // Two header fields, as lambda_http could deliver them.
         assert_eq!(
             bearer_token(&headers(&["Bearer a", "Bearer b"])),
@@ -271,6 +329,17 @@ mod tests {
     fn claims(scope: Value, scp: Value) -> Claims {
         serde_json::from_value(serde_json::json!({"sub": "alice", "scope": scope, "scp": scp}))
             .unwrap()
+    }
+
+    #[test]
+    fn the_token_type_is_compared_as_a_media_type() {
+        assert!(is_type("at+jwt", "at+jwt"));
+        assert!(is_type("AT+JWT", "at+jwt"));
+        assert!(is_type("application/at+jwt", "at+jwt"));
+        assert!(is_type("at+jwt", "application/at+jwt"));
+        assert!(!is_type("JWT", "at+jwt"));
+        assert!(!is_type("at+jwt2", "at+jwt"));
+        assert!(!is_type("text/at+jwt", "at+jwt"));
     }
 
     #[test]

@@ -12,8 +12,8 @@ use std::time::Duration;
 pub struct Config {
     /// `PLANTS_TABLE`: the DynamoDB table that holds the plants.
     pub table: String,
-    /// `AUTH_ISSUER`, `AUTH_AUDIENCE` (optional), `AUTH_COGNITO_CLIENT_ID`
-    /// (optional): what every token must say.
+    /// `AUTH_ISSUER`, `AUTH_AUDIENCE` or `AUTH_COGNITO_CLIENT_ID` (one of
+    /// them at least), `AUTH_TOKEN_TYPE` (optional): what every token must say.
     pub rules: TokenRules,
     /// Where the verification keys come from.
     pub keys: KeyConfig,
@@ -44,7 +44,8 @@ const MAX_PLANTS_PER_OWNER_LIMIT: u32 = 1_000_000;
 pub struct TokenRules {
     /// The required `iss`.
     pub issuer: String,
-    /// The required `aud`, if any.
+    /// The required `aud`. Only Cognito mode may leave it out, since Cognito
+    /// access tokens carry no `aud`: the app client ids stand in for it.
     pub audience: Option<String>,
     /// `AUTH_COGNITO_CLIENT_ID`, comma-separated: Amazon Cognito mode when
     /// not empty, where only access tokens (`token_use` "access") issued to
@@ -54,6 +55,10 @@ pub struct TokenRules {
     /// `AUTH_SCOPE_READ` and `AUTH_SCOPE_WRITE`, set together: the OAuth 2.0
     /// scope each kind of route requires. Unset, no scope is required.
     pub scopes: Option<ScopeRules>,
+    /// `AUTH_TOKEN_TYPE`: the JOSE `typ` every token must have (RFC 9068's
+    /// `at+jwt`, compared as RFC 8725 section 3.11 says: case-insensitive,
+    /// `application/` optional). Unset, `typ` is not read.
+    pub token_type: Option<String>,
 }
 
 /// The scope that reading plants requires, and the one creating them does.
@@ -160,22 +165,34 @@ impl Config {
                     rule: "must be a whole number from 1 to 1000000",
                 })?,
         };
+        let audience = optional("AUTH_AUDIENCE");
+        let cognito_client_ids: Vec<String> = optional("AUTH_COGNITO_CLIENT_ID")
+            .map(|ids| {
+                ids.split(',')
+                    .map(str::trim)
+                    .filter(|id| !id.is_empty())
+                    .map(str::to_owned)
+                    .collect()
+            })
+            .unwrap_or_default();
+        // Without an audience, a token the same issuer made for any other
+        // application would be accepted (RFC 8725 section 3.9).
+        if audience.is_none() && cognito_client_ids.is_empty() {
+            return Err(ConfigError {
+                variable: "AUTH_AUDIENCE",
+                rule: "must be set and not empty (the audience of this API's tokens), \
+                       unless AUTH_COGNITO_CLIENT_ID names the Cognito app clients",
+            });
+        }
         Ok(Self {
             max_plants_per_owner,
             table: required("PLANTS_TABLE")?,
             rules: TokenRules {
                 issuer,
-                audience: optional("AUTH_AUDIENCE"),
-                cognito_client_ids: optional("AUTH_COGNITO_CLIENT_ID")
-                    .map(|ids| {
-                        ids.split(',')
-                            .map(str::trim)
-                            .filter(|id| !id.is_empty())
-                            .map(str::to_owned)
-                            .collect()
-                    })
-                    .unwrap_or_default(),
+                audience,
+                cognito_client_ids,
                 scopes: scope_rules(&optional)?,
+                token_type: optional("AUTH_TOKEN_TYPE").map(|typ| typ.trim().to_owned()),
             },
             keys,
             trust: TrustConfig {
@@ -243,6 +260,7 @@ mod tests {
         let base = [
             ("PLANTS_TABLE", "plants"),
             ("AUTH_ISSUER", "https://tenant.auth0.com/"),
+            ("AUTH_AUDIENCE", "plants"),
         ];
         assert_eq!(
             config(&base).unwrap().keys,
@@ -251,6 +269,7 @@ mod tests {
         let with_url = [
             base[0],
             base[1],
+            base[2],
             ("AUTH_JWKS_URL", "https://keys.example/jwks"),
         ];
         assert_eq!(
@@ -260,6 +279,7 @@ mod tests {
         let inline = [
             base[0],
             base[1],
+            base[2],
             ("AUTH_JWKS", "{\"keys\": []}"),
             ("AUTH_JWKS_URL", "x"),
         ];
@@ -274,15 +294,33 @@ mod tests {
         let pairs = [
             ("PLANTS_TABLE", "plants"),
             ("AUTH_ISSUER", "https://issuer"),
-            ("AUTH_AUDIENCE", ""),
+            ("AUTH_AUDIENCE", "plants"),
             ("AUTH_COGNITO_CLIENT_ID", " "),
+            ("AUTH_TOKEN_TYPE", ""),
         ];
         let config = config(&pairs).unwrap();
-        assert_eq!(config.rules.audience, None);
         assert_eq!(config.rules.cognito_client_ids, Vec::<String>::new());
-        assert!(self::config(&[("AUTH_ISSUER", "x")]).is_err());
-        assert!(self::config(&[("PLANTS_TABLE", "x")]).is_err());
+        assert!(self::config(&[("AUTH_ISSUER", "x"), ("AUTH_AUDIENCE", "a")]).is_err());
+        assert!(self::config(&[("PLANTS_TABLE", "x"), ("AUTH_AUDIENCE", "a")]).is_err());
         assert_eq!(config.rules.scopes, None);
+        assert_eq!(config.rules.token_type, None);
+    }
+
+    #[test]
+    fn an_audience_is_required_outside_cognito_mode() {
+        let base = [
+            ("PLANTS_TABLE", "plants"),
+            ("AUTH_ISSUER", "https://issuer"),
+        ];
+        for refused in [&base[..], &[base[0], base[1], ("AUTH_AUDIENCE", " ")]] {
+            let error = config(refused).unwrap_err().to_string();
+            assert!(error.contains("AUTH_AUDIENCE"), "{error}");
+            assert!(error.contains("AUTH_COGNITO_CLIENT_ID"), "{error}");
+        }
+        let cognito = config(&[base[0], base[1], ("AUTH_COGNITO_CLIENT_ID", "app")]).unwrap();
+        assert_eq!(cognito.rules.audience, None);
+        let audience = config(&[base[0], base[1], ("AUTH_AUDIENCE", "api://plants")]).unwrap();
+        assert_eq!(audience.rules.audience.as_deref(), Some("api://plants"));
     }
 
     #[test]
@@ -290,9 +328,11 @@ mod tests {
         let base = [
             ("PLANTS_TABLE", "plants"),
             ("AUTH_ISSUER", "https://issuer"),
+            ("AUTH_AUDIENCE", "plants"),
         ];
-        let with =
-            |value: &'static str| config(&[base[0], base[1], ("MAX_PLANTS_PER_OWNER", value)]);
+        let with = |value: &'static str| {
+            config(&[base[0], base[1], base[2], ("MAX_PLANTS_PER_OWNER", value)])
+        };
         assert_eq!(
             config(&base).unwrap().max_plants_per_owner,
             DEFAULT_MAX_PLANTS_PER_OWNER
@@ -313,10 +353,15 @@ mod tests {
             ("PLANTS_TABLE", "plants"),
             ("AUTH_ISSUER", "https://issuer"),
             ("AUTH_COGNITO_CLIENT_ID", "users-client, machine-client,"),
+            ("AUTH_TOKEN_TYPE", "at+jwt"),
         ];
         assert_eq!(
             config(&pairs).unwrap().rules.cognito_client_ids,
             ["users-client", "machine-client"]
+        );
+        assert_eq!(
+            config(&pairs).unwrap().rules.token_type.as_deref(),
+            Some("at+jwt")
         );
     }
 
@@ -325,6 +370,7 @@ mod tests {
         let base = [
             ("PLANTS_TABLE", "plants"),
             ("AUTH_ISSUER", "https://issuer"),
+            ("AUTH_AUDIENCE", "plants"),
         ];
         let with =
             |extra: &[(&'static str, &'static str)]| config(&[base.as_slice(), extra].concat());

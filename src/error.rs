@@ -53,6 +53,7 @@ impl ApiError {
                 StatusCode::BAD_REQUEST
             }
             Self::Auth(AuthError::InsufficientScope { .. }) => StatusCode::FORBIDDEN,
+            Self::Auth(AuthError::KeysUnavailable) => StatusCode::SERVICE_UNAVAILABLE,
             Self::Auth(_) => StatusCode::UNAUTHORIZED,
             Self::NotFound => StatusCode::NOT_FOUND,
             Self::MethodNotAllowed { .. } => StatusCode::METHOD_NOT_ALLOWED,
@@ -89,6 +90,11 @@ impl ApiError {
                 format!(
                     "The bearer token does not grant the scope {scope}, which this operation requires."
                 )
+            }
+            Self::Auth(AuthError::KeysUnavailable) => {
+                "The token's signing keys cannot be fetched from its issuer now; \
+                 retry after the Retry-After delay."
+                    .into()
             }
             Self::NotFound => "No resource exists at this path.".into(),
             Self::MethodNotAllowed {
@@ -137,7 +143,7 @@ impl ApiError {
                     headers.insert(WWW_AUTHENTICATE, challenge);
                 }
             }
-            Self::Auth(_) => {
+            Self::Auth(AuthError::Expired | AuthError::InvalidToken) => {
                 headers.insert(
                     WWW_AUTHENTICATE,
                     HeaderValue::from_static(CHALLENGE_INVALID_TOKEN),
@@ -149,7 +155,7 @@ impl ApiError {
                     headers.insert(ALLOW, allow);
                 }
             }
-            Self::Unavailable(_) => {
+            Self::Unavailable(_) | Self::Auth(AuthError::KeysUnavailable) => {
                 headers.insert(RETRY_AFTER, HeaderValue::from_static(RETRY_AFTER_SECONDS));
             }
             _ => {}

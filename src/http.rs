@@ -71,7 +71,14 @@ impl PlantApi {
         let no_context = Context::default();
         let context = request.lambda_context_ref().unwrap_or(&no_context);
         let method = request.method().as_str();
-        log_request(context, method, request.uri().path(), route, &response, started);
+        log_request(
+            context,
+            method,
+            request.uri().path(),
+            route,
+            &response,
+            started,
+        );
         response
     }
 

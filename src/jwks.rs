@@ -11,7 +11,10 @@
 //!   [`KeyRefresh::refetch_interval`], and concurrent misses wait for the one
 //!   fetch in flight instead of starting their own;
 //! - refreshes a key set older than [`KeyRefresh::max_age`] on the next
-//!   request; a failed refetch keeps the last good key set serving.
+//!   request; a failed refetch keeps the last good key set serving;
+//! - answers [`KeysUnavailable`] for a `kid` it does not hold while its last
+//!   fetch failed: whether the token is valid cannot be known then. A `kid`
+//!   that a successfully fetched key set does not hold is simply unknown.
 
 use std::collections::HashMap;
 use std::fmt;
@@ -137,13 +140,19 @@ impl KeySource {
         }
     }
 
-    pub(crate) async fn key(&self, kid: &str) -> Option<VerificationKey> {
+    /// The key for `kid`, `None` if the key set does not hold it.
+    pub(crate) async fn key(&self, kid: &str) -> Result<Option<VerificationKey>, KeysUnavailable> {
         match self {
-            Self::Inline(set) => set.get(kid).cloned(),
+            Self::Inline(set) => Ok(set.get(kid).cloned()),
             Self::Remote(remote) => remote.key(kid).await,
         }
     }
 }
+
+/// The key for a token is not cached, and the issuer's key set could not be
+/// fetched: retry later.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct KeysUnavailable;
 
 /// Why the configured key source cannot be used: the function does not start.
 #[derive(Debug)]
@@ -186,6 +195,8 @@ struct Cache {
     /// The last good key set and when it was fetched.
     keys: Option<(KeySet, Instant)>,
     last_attempt: Option<Instant>,
+    /// Whether the last fetch failed: an unknown `kid` is then unknowable.
+    last_failed: bool,
 }
 
 /// The issuer's key set behind its JWKS URL, cached.
@@ -218,6 +229,7 @@ impl RemoteKeys {
             cache: RwLock::new(Cache {
                 keys: None,
                 last_attempt: None,
+                last_failed: false,
             }),
             fetching: tokio::sync::Mutex::new(()),
         })
@@ -230,10 +242,10 @@ impl RemoteKeys {
         self.fetch_into_cache().await
     }
 
-    async fn key(&self, kid: &str) -> Option<VerificationKey> {
+    async fn key(&self, kid: &str) -> Result<Option<VerificationKey>, KeysUnavailable> {
         let (key, fresh) = self.cached(kid);
         if key.is_some() && fresh {
-            return key;
+            return Ok(key);
         }
         let _fetching = self.fetching.lock().await;
         // Another request may have fetched while this one waited: the
@@ -243,15 +255,22 @@ impl RemoteKeys {
         {
             tracing::warn!(%error, "keeping the last good key set");
         }
-        self.cached(kid).0
+        match self.cached(kid).0 {
+            Some(key) => Ok(Some(key)),
+            None if self.read_cache().last_failed => Err(KeysUnavailable),
+            None => Ok(None),
+        }
+    }
+
+    fn read_cache(&self) -> std::sync::RwLockReadGuard<'_, Cache> {
+        self.cache
+            .read()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
     }
 
     /// The cached key for `kid`, and whether the key set is still fresh.
     fn cached(&self, kid: &str) -> (Option<VerificationKey>, bool) {
-        let cache = self
-            .cache
-            .read()
-            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        let cache = self.read_cache();
         match &cache.keys {
             Some((keys, fetched)) => (
                 keys.get(kid).cloned(),
@@ -262,10 +281,7 @@ impl RemoteKeys {
     }
 
     fn may_refetch(&self) -> bool {
-        let cache = self
-            .cache
-            .read()
-            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        let cache = self.read_cache();
         let interval = match cache.keys {
             Some(_) => self.refresh.refetch_interval,
             None => self.refresh.retry_without_keys,
@@ -283,6 +299,7 @@ impl RemoteKeys {
             .write()
             .unwrap_or_else(|poisoned| poisoned.into_inner());
         cache.last_attempt = Some(Instant::now());
+        cache.last_failed = result.is_err();
         let keys = result?;
         tracing::info!(
             url = %self.url,

@@ -6,14 +6,24 @@
 //! small function needs a level, not per-module directives, and the regex
 //! engine behind them is a tenth of the binary. The metrics lines
 //! ([`write_line`]) go to the same writer.
+//!
+//! The level applies to this function's own lines. The libraries' lines
+//! stop at INFO whatever the level: at TRACE lambda_runtime writes each raw
+//! event (its bearer token with it), and the AWS SDK's DEBUG and TRACE lines
+//! carry signed requests. No level writes a credential.
 
 use std::env;
 use std::io::Write;
 use std::sync::OnceLock;
 
-use tracing_subscriber::filter::LevelFilter;
+use tracing_subscriber::filter::{LevelFilter, Targets};
 use tracing_subscriber::fmt::MakeWriter;
 use tracing_subscriber::fmt::writer::BoxMakeWriter;
+use tracing_subscriber::layer::SubscriberExt;
+use tracing_subscriber::util::SubscriberInitExt;
+
+/// The most that the libraries' lines may say (see the module's comment).
+const LIBRARY_LEVEL: LevelFilter = LevelFilter::INFO;
 
 /// The writer given to [`init_subscriber`], for lines that are not log events.
 static OUTPUT: OnceLock<BoxMakeWriter> = OnceLock::new();
@@ -29,6 +39,9 @@ where
         .ok()
         .and_then(|level| level.parse().ok())
         .unwrap_or(LevelFilter::INFO);
+    let targets = Targets::new()
+        .with_default(level.min(LIBRARY_LEVEL))
+        .with_target(env!("CARGO_CRATE_NAME"), level);
     let subscriber = tracing_subscriber::fmt()
         .with_target(false)
         .without_time()
@@ -37,9 +50,9 @@ where
     let json =
         env::var("AWS_LAMBDA_LOG_FORMAT").is_ok_and(|format| format.eq_ignore_ascii_case("json"));
     if json {
-        subscriber.json().init();
+        subscriber.json().finish().with(targets).init();
     } else {
-        subscriber.init();
+        subscriber.finish().with(targets).init();
     }
 }
 

@@ -135,17 +135,20 @@ async fn client_config_from(
         .build()
 }
 
-/// DynamoDB error codes that mean "try again later", not "this request is wrong".
-const RETRYABLE_CODES: [&str; 3] = [
+/// DynamoDB error codes that mean "try again later", not "this request is
+/// wrong": throttling, and DynamoDB's own 5xx (which the SDK retries first).
+const RETRYABLE_CODES: [&str; 5] = [
     "ProvisionedThroughputExceededException",
     "ThrottlingException",
     "RequestLimitExceeded",
+    "InternalServerError",
+    "ServiceUnavailable",
 ];
 
 /// A store failure, classified once here. The detail is for the log only.
 #[derive(Debug)]
 pub enum StoreError {
-    /// Throttled, timed out or unreachable after the SDK's retries.
+    /// Throttled, failing (5xx), timed out or unreachable after the SDK's retries.
     Unavailable(String),
     /// Anything else, including data in the table that is not a valid plant.
     Unexpected(String),

@@ -137,8 +137,15 @@ impl DevKey {
     /// Signs arbitrary claims (any JSON a serializer writes, even with a
     /// repeated key) with this key and its `kid`.
     pub fn sign(&self, claims: &impl serde::Serialize) -> DevKeyResult<String> {
+        self.sign_typed("JWT", claims)
+    }
+
+    /// [`Self::sign`] with the JOSE header's `typ` set to `typ` (RFC 9068's
+    /// access tokens say `at+jwt`).
+    pub fn sign_typed(&self, typ: &str, claims: &impl serde::Serialize) -> DevKeyResult<String> {
         let mut header = Header::new(self.algorithm);
         header.kid = Some(self.kid().to_owned());
+        header.typ = Some(typ.to_owned());
         jsonwebtoken::encode(&header, claims, &self.encoding).map_err(|error| error.to_string())
     }
 

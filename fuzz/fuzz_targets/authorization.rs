@@ -26,9 +26,10 @@ fn setup() -> &'static Setup {
         let keys = KeySet::from_jwks_json(&DevKey::jwks_json(&[&key])).unwrap();
         let rules = TokenRules {
             issuer: "https://fuzz".into(),
-            audience: None,
+            audience: Some("fuzz".into()),
             cognito_client_ids: Vec::new(),
             scopes: None,
+            token_type: None,
         };
         Setup {
             runtime: tokio::runtime::Builder::new_current_thread()
@@ -36,7 +37,7 @@ fn setup() -> &'static Setup {
                 .build()
                 .unwrap(),
             verifier: Verifier::new(KeySource::Inline(keys), &rules),
-            genuine: key.token("https://fuzz", None, "fuzzer", 3600).unwrap(),
+            genuine: key.token("https://fuzz", Some("fuzz"), "fuzzer", 3600).unwrap(),
         }
     })
 }

@@ -33,12 +33,13 @@ fn setup() -> &'static Setup {
         let keys = KeySet::from_jwks_json(&DevKey::jwks_json(&[&key])).unwrap();
         let rules = TokenRules {
             issuer: ISSUER.into(),
-            audience: None,
+            audience: Some("fuzz".into()),
             cognito_client_ids: Vec::new(),
             scopes: Some(ScopeRules {
                 read: READ.into(),
                 write: "plants/write".into(),
             }),
+            token_type: None,
         };
         Setup {
             runtime: tokio::runtime::Builder::new_current_thread()
@@ -74,7 +75,7 @@ fuzz_target!(|data: &[u8]| {
         None => (claim(data), Value::Null),
     };
     let now = unix_now();
-    let claims = json!({"iss": ISSUER, "sub": "fuzzer", "exp": now + 600, "scope": scope, "scp": scp});
+    let claims = json!({"iss": ISSUER, "aud": "fuzz", "sub": "fuzzer", "exp": now + 600, "scope": scope, "scp": scp});
     let token = setup.key.sign(&claims).unwrap();
     let mut headers = HeaderMap::new();
     headers.insert(

@@ -30,6 +30,8 @@ pub enum Fault {
     Reset,
     /// An error the service does not expect (HTTP 400, ValidationException).
     UnexpectedError,
+    /// DynamoDB failing on its side (HTTP 500, InternalServerError).
+    ServerError,
 }
 
 pub struct FaultProxy {
@@ -98,8 +100,14 @@ struct Upstream {
 async fn answer(fault: Fault, upstream: Upstream, request: Request<Incoming>) -> Reply {
     match fault {
         Fault::PassThrough => forward(&upstream, request).await,
-        Fault::Throttle => Reply::Respond(error_response(THROTTLED)),
-        Fault::UnexpectedError => Reply::Respond(error_response(UNEXPECTED)),
+        Fault::Throttle => Reply::Respond(error_response(StatusCode::BAD_REQUEST, THROTTLED)),
+        Fault::UnexpectedError => {
+            Reply::Respond(error_response(StatusCode::BAD_REQUEST, UNEXPECTED))
+        }
+        Fault::ServerError => Reply::Respond(error_response(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            SERVER_ERROR,
+        )),
         // Never answer; the client gives up and closes the connection.
         Fault::Hang => std::future::pending().await,
         Fault::Reset => Reply::Reset,
@@ -108,13 +116,17 @@ async fn answer(fault: Fault, upstream: Upstream, request: Request<Incoming>) ->
 
 const THROTTLED: &str = r#"{"__type":"com.amazonaws.dynamodb.v20120810#ProvisionedThroughputExceededException","message":"The level of configured provisioned throughput for the table was exceeded."}"#;
 const UNEXPECTED: &str = r#"{"__type":"com.amazon.coral.validate#ValidationException","message":"Injected unexpected error"}"#;
+const SERVER_ERROR: &str = r#"{"__type":"com.amazonaws.dynamodb.v20120810#InternalServerError","message":"Internal server error"}"#;
 
-fn error_response(body: &'static str) -> hyper::Response<crate::http_server::Body> {
+fn error_response(
+    status: StatusCode,
+    body: &'static str,
+) -> hyper::Response<crate::http_server::Body> {
     let headers = [
         ("content-type", "application/x-amz-json-1.0".to_owned()),
         ("x-amzn-requestid", "fault-proxy".to_owned()),
     ];
-    respond(StatusCode::BAD_REQUEST, &headers, body)
+    respond(status, &headers, body)
 }
 
 /// The request sent on to DynamoDB Local, and its answer back; a failure to

@@ -54,6 +54,7 @@ pub fn token_rules() -> TokenRules {
         audience: Some(AUDIENCE.into()),
         cognito_client_ids: Vec::new(),
         scopes: None,
+        token_type: None,
     }
 }
 

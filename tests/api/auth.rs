@@ -7,7 +7,8 @@ use plant_store::jwks::{KeySet, KeySource};
 use plant_store_dev::unix_now;
 use plant_store_testkit::forgeries::{claims, forged_tokens, with};
 use plant_store_testkit::{
-    CHALLENGE, INVALID_TOKEN, TestApp, assert_accepted, assert_refused, bearer, keys, token,
+    ApiGatewayEvent, CHALLENGE, INVALID_TOKEN, TestApp, assert_accepted, assert_refused, bearer,
+    keys, token, token_rules,
 };
 use serde_json::json;
 
@@ -76,6 +77,43 @@ async fn an_authorization_value_that_is_not_one_bearer_token_gets_401() {
 }
 
 #[tokio::test]
+async fn a_bearer_value_beyond_ascii_is_an_invalid_token() {
+    let app = TestApp::new().await;
+    for authorization in ["Bearer é", "Bearer eyJ🌱.x.y", "bearer ä"] {
+        let event = ApiGatewayEvent::list_plants(authorization, "").event();
+        let response = app.invoke(&event).await;
+        response.assert_error(401, "token");
+        assert_eq!(
+            response.header("www-authenticate"),
+            Some(INVALID_TOKEN),
+            "{authorization}"
+        );
+    }
+}
+
+#[tokio::test]
+async fn a_required_token_type_admits_only_tokens_of_that_type() {
+    let rules = TokenRules {
+        token_type: Some("at+jwt".into()),
+        ..token_rules()
+    };
+    let key_set = KeySet::from_jwks_json(&keys().jwks).unwrap();
+    let app = TestApp::with_verifier(Verifier::new(KeySource::Inline(key_set), &rules)).await;
+    let signed = |typ: &str| {
+        let token = keys().eddsa.sign_typed(typ, &claims("alice")).unwrap();
+        format!("Bearer {token}")
+    };
+    for typ in ["JWT", "id+jwt", ""] {
+        assert_refused(&app, &signed(typ), INVALID_TOKEN, typ).await;
+    }
+    for typ in ["at+jwt", "application/at+jwt", "AT+JWT"] {
+        assert_accepted(&app, &signed(typ), typ).await;
+    }
+    // Without the setting, `typ` is not read.
+    assert_accepted(&TestApp::new().await, &signed("JWT"), "typ off").await;
+}
+
+#[tokio::test]
 async fn forged_and_misissued_tokens_get_invalid_token() {
     let app = TestApp::new().await;
     for (case, token) in forged_tokens() {
@@ -124,6 +162,7 @@ async fn cognito_mode_accepts_access_tokens_of_its_clients_only() {
         audience: None,
         cognito_client_ids: vec!["app-client-123".into(), "machine-client-456".into()],
         scopes: None,
+        token_type: None,
     };
     let keys_json = &keys().jwks;
     let key_set = KeySet::from_jwks_json(keys_json).unwrap();

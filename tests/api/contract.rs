@@ -346,6 +346,7 @@ async fn a_body_that_is_not_utf8_gets_400_and_writes_nothing() {
         "isBase64Encoded": true
     });
     app.invoke(&event.to_string())
-        .await.assert_error(400, "not valid JSON");
+        .await
+        .assert_error(400, "not valid JSON");
     assert!(app.stored_items().await.is_empty());
 }

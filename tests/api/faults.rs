@@ -166,6 +166,15 @@ async fn an_unexpected_service_error_is_a_generic_500_not_retried() {
 }
 
 #[tokio::test]
+async fn dynamodb_failing_on_its_side_is_a_503_after_retries() {
+    let (app, _proxy, outcome) = post_through(&[], Fault::ServerError, "server error").await;
+    assert_unavailable(&outcome);
+    assert_eq!(outcome.attempts, MAX_ATTEMPTS as usize);
+    assert!(!outcome.response.body.to_string().contains("Internal"));
+    assert!(app.stored_items().await.is_empty());
+}
+
+#[tokio::test]
 async fn listing_under_persistent_throttling_is_a_503_too() {
     let proxy = FaultProxy::start(&TestApp::dynamodb_url(), &[], Fault::Throttle).await;
     let app = TestApp::with_store_endpoint(&proxy.url).await;

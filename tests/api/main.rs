@@ -11,6 +11,7 @@ mod contract;
 mod events;
 mod faults;
 mod hostile;
+mod log_levels;
 mod pagination;
 mod quota;
 mod remote_keys;

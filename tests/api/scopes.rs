@@ -7,7 +7,9 @@ use plant_store::auth::Verifier;
 use plant_store::config::{ScopeRules, TokenRules};
 use plant_store::jwks::{KeySet, KeySource};
 use plant_store_testkit::forgeries::{claims, with};
-use plant_store_testkit::{ApiGatewayEvent, TestApp, TestResponse, keys, token_rules};
+use plant_store_testkit::{
+    ApiGatewayEvent, INVALID_TOKEN, TestApp, TestResponse, keys, token_rules,
+};
 use serde_json::{Value, json};
 
 const READ: &str = "plants/read";
@@ -182,4 +184,18 @@ async fn with_scopes_off_the_claims_change_nothing() {
         ],
     )
     .await;
+}
+
+#[tokio::test]
+async fn a_token_without_a_subject_is_invalid_before_its_scopes_are_read() {
+    let app = app_requiring_scopes().await;
+    for sub in [String::new(), "x".repeat(513)] {
+        let token = keys()
+            .eddsa
+            .sign(&with(claims(&sub), "scope", json!("")))
+            .unwrap();
+        let response = app.get(&format!("Bearer {token}"), "").await;
+        response.assert_error(401, "token");
+        assert_eq!(response.header("www-authenticate"), Some(INVALID_TOKEN));
+    }
 }

@@ -11,9 +11,7 @@ use plant_store::https::Https;
 use plant_store::jwks::KeySource;
 use plant_store_testkit::key_server::KeyServer;
 use plant_store_testkit::tls_front::TlsFront;
-use plant_store_testkit::{
-    INVALID_TOKEN, TestApp, assert_accepted, assert_refused, bearer, keys, token_rules,
-};
+use plant_store_testkit::{TestApp, assert_accepted, bearer, keys, token_rules};
 
 /// The function as `main` builds it, its keys at `url`, trusting `trust`.
 async fn app_trusting(trust: &TrustConfig, url: &str) -> TestApp {
@@ -46,7 +44,10 @@ async fn a_local_ca_is_trusted_only_where_a_trust_setting_names_it() {
         0,
         "the handshake fails before any request"
     );
-    assert_refused(&untrusted, &bearer("alice"), INVALID_TOKEN, "no keys").await;
+    // No key set could be fetched: the token cannot be judged, so 503.
+    let response = untrusted.get(&bearer("alice"), "").await;
+    response.assert_error(503, "signing keys");
+    assert_eq!(response.header("retry-after"), Some("1"));
 
     let besides = TrustConfig {
         bundle: None,
@@ -80,6 +81,7 @@ fn the_environment_names_the_trust_files() {
             match name {
                 "PLANTS_TABLE" => "plants",
                 "AUTH_ISSUER" => "https://issuer.example",
+                "AUTH_AUDIENCE" => "plants",
                 "SSL_CERT_FILE" => "/etc/bundle.pem",
                 "EXTRA_CA_CERTS" => "/etc/proxy-ca.pem",
                 _ => return None,

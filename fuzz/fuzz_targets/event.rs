@@ -1,0 +1,162 @@
+//! Whole events, as API Gateway (REST API, HTTP API) and function URLs
+//! deliver them, through exactly what production runs: `PlantApi::invoke`,
+//! the function's own conversion of the event (`src/event.rs`) and the
+//! handler. The fuzzer fills the parts a client controls: the path, the raw
+//! query string or the query parameters, the method, headers, the body and
+//! its base64 flag, with the genuine token or whatever the fuzzer makes.
+//!
+//! Every event gets an answer (a panic fails the target): a status the
+//! contract names, JSON, and for an error the Error body whose `error` is
+//! the status. The store is an address where nothing listens, so a request
+//! that reaches it is a 503, never a 500.
+#![no_main]
+
+use std::sync::OnceLock;
+
+use aws_sdk_dynamodb::config::{BehaviorVersion, Credentials, Region};
+use jsonwebtoken::Algorithm;
+use lambda_http::{Context, LambdaEvent};
+use libfuzzer_sys::arbitrary::{Result, Unstructured};
+use libfuzzer_sys::fuzz_target;
+use plant_store::auth::Verifier;
+use plant_store::config::TokenRules;
+use plant_store::http::PlantApi;
+use plant_store::https::Https;
+use plant_store::jwks::{KeySet, KeySource};
+use plant_store::store::PlantStore;
+use plant_store_dev::DevKey;
+use serde_json::{Value, json};
+
+const SHAPES: [&str; 3] = [
+    include_str!("../../events/rest-api/list-plants.json"),
+    include_str!("../../events/http-api/list-plants.json"),
+    include_str!("../../events/function-url/list-plants.json"),
+];
+const ISSUER: &str = "https://fuzz";
+
+struct Setup {
+    runtime: tokio::runtime::Runtime,
+    api: PlantApi,
+    genuine: String,
+    shapes: Vec<Value>,
+}
+
+fn setup() -> &'static Setup {
+    static SETUP: OnceLock<Setup> = OnceLock::new();
+    SETUP.get_or_init(|| {
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        let key = DevKey::generate(Algorithm::EdDSA).unwrap();
+        let keys = KeySet::from_jwks_json(&DevKey::jwks_json(&[&key])).unwrap();
+        let rules = TokenRules {
+            issuer: ISSUER.into(),
+            audience: Some("fuzz".into()),
+            cognito_client_ids: Vec::new(),
+            scopes: None,
+            token_type: None,
+        };
+        let https = Https::new(&Default::default()).unwrap();
+        // Nothing listens on port 1: every store call is refused at once.
+        let store_config = aws_sdk_dynamodb::Config::builder()
+            .behavior_version(BehaviorVersion::latest())
+            .region(Region::new("us-east-1"))
+            .credentials_provider(Credentials::for_tests())
+            .endpoint_url("http://127.0.0.1:1")
+            .http_client(https.sdk_http_client())
+            .build();
+        let store = PlantStore::new(
+            aws_sdk_dynamodb::Client::from_conf(store_config),
+            "plants",
+            10,
+        );
+        let api = PlantApi::new(Verifier::new(KeySource::Inline(keys), &rules), store);
+        let genuine = key
+            .token(ISSUER, Some("fuzz"), "fuzzer", 3600)
+            .unwrap();
+        let shapes = SHAPES
+            .iter()
+            .map(|text| serde_json::from_str(&text.replace("{{token}}", &genuine)).unwrap())
+            .collect();
+        Setup {
+            runtime,
+            api,
+            genuine,
+            shapes,
+        }
+    })
+}
+
+/// A real event of one of the three shapes with the client's parts fuzzed.
+fn event(setup: &Setup, input: &mut Unstructured) -> Result<Value> {
+    let shape = usize::from(input.int_in_range(0..=2u8)?);
+    let mut event = setup.shapes[shape].clone();
+    let path: String = input.arbitrary()?;
+    let method = *input.choose(&["GET", "POST", "DELETE", "PUT", "OPTIONS", "HEAD", "G:T"])?;
+    let mut headers = serde_json::Map::new();
+    if input.arbitrary()? {
+        headers.insert("authorization".into(), json!(format!("Bearer {}", setup.genuine)));
+    }
+    for _ in 0..input.int_in_range(0..=4u8)? {
+        let name: String = input.arbitrary()?;
+        let value: String = input.arbitrary()?;
+        headers.insert(name, json!(value));
+    }
+    let body: Option<String> = input.arbitrary()?;
+    let base64: bool = input.arbitrary()?;
+    if shape == 0 {
+        let query: Vec<(String, String)> = input.arbitrary()?;
+        let mut single = serde_json::Map::new();
+        let mut multi = serde_json::Map::new();
+        for (name, value) in query {
+            single.insert(name.clone(), json!(value));
+            multi.insert(name, json!([value]));
+        }
+        let multi_headers: serde_json::Map<String, Value> = headers
+            .iter()
+            .map(|(name, value)| (name.clone(), json!([value])))
+            .collect();
+        event["path"] = json!(path);
+        event["httpMethod"] = json!(method);
+        event["headers"] = Value::Object(headers);
+        event["multiValueHeaders"] = Value::Object(multi_headers);
+        event["queryStringParameters"] = Value::Object(single);
+        event["multiValueQueryStringParameters"] = Value::Object(multi);
+    } else {
+        let raw_query: String = input.arbitrary()?;
+        event["rawPath"] = json!(path);
+        event["rawQueryString"] = json!(raw_query);
+        event["requestContext"]["http"]["method"] = json!(method);
+        event["requestContext"]["http"]["path"] = json!(path);
+        event["headers"] = Value::Object(headers);
+    }
+    event["body"] = json!(body);
+    event["isBase64Encoded"] = json!(base64);
+    Ok(event)
+}
+
+fuzz_target!(|data: &[u8]| {
+    let setup = setup();
+    let Ok(event) = event(setup, &mut Unstructured::new(data)) else {
+        return;
+    };
+    let answer = setup.runtime.block_on(
+        setup
+            .api
+            .invoke(LambdaEvent::new(event, Context::default())),
+    );
+    let answer = serde_json::to_value(answer).unwrap();
+    let status = answer["statusCode"].as_u64().unwrap();
+    assert!(
+        matches!(status, 200 | 400 | 401 | 403 | 404 | 405 | 409 | 413 | 415 | 503),
+        "{status}: {answer}"
+    );
+    let headers = &answer["headers"];
+    assert_eq!(headers["content-type"], "application/json", "{answer}");
+    let body: Value = serde_json::from_str(answer["body"].as_str().unwrap()).unwrap();
+    if status >= 400 {
+        assert_eq!(body["error"], status, "{answer}");
+        assert!(body["message"].as_str().is_some_and(|message| !message.is_empty()));
+    }
+});
