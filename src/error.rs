@@ -14,6 +14,9 @@ const CHALLENGE: &str = r#"Bearer realm="plants""#;
 const CHALLENGE_INVALID_TOKEN: &str = r#"Bearer realm="plants", error="invalid_token""#;
 /// RFC 6750, section 3.1, followed by `scope="..."`.
 const CHALLENGE_INSUFFICIENT_SCOPE: &str = r#"Bearer realm="plants", error="insufficient_scope""#;
+/// The most characters of a client's own text (a method, a header name)
+/// that a message repeats.
+pub(crate) const MAX_ECHOED_CHARS: usize = 64;
 /// Seconds a client should wait before retrying when the store is unavailable.
 const RETRY_AFTER_SECONDS: &str = "1";
 
@@ -103,6 +106,9 @@ impl ApiError {
                 allowed,
             } => {
                 let allowed = join(allowed, " or ");
+                // The method is the client's: a long one is cut, so that a
+                // message stays one short sentence (openapi.yaml's bound).
+                let method: String = method.chars().take(MAX_ECHOED_CHARS).collect();
                 format!("The method {method} is not allowed on {path}; use {allowed}.")
             }
             Self::Conflict(id) => {

@@ -30,7 +30,7 @@ use percent_encoding::{AsciiSet, NON_ALPHANUMERIC, utf8_percent_encode};
 use serde::Serialize;
 use serde_json::Value;
 
-use crate::error::ApiError;
+use crate::error::{ApiError, MAX_ECHOED_CHARS};
 
 /// Which response shape the event asks for: payload format 1.0 (REST APIs,
 /// and HTTP APIs set to 1.0) or 2.0 (HTTP APIs, function URLs). Both carry
@@ -134,9 +134,12 @@ fn check_headers(headers: Option<&Value>) -> Result<(), ApiError> {
             _ => false,
         };
         if !values.iter().all(readable) {
-            return Err(ApiError::UnreadableRequest(format!(
-                "The request header `{header}` has a value that HTTP does not allow."
-            )));
+            let message = if name.len() <= MAX_ECHOED_CHARS {
+                format!("The request header `{header}` has a value that HTTP does not allow.")
+            } else {
+                "A request header has a value that HTTP does not allow.".into()
+            };
+            return Err(ApiError::UnreadableRequest(message));
         }
     }
     Ok(())

@@ -9,13 +9,19 @@
   docs/operating.md's "Operating it" names is watched.
 - The table is protected: deletion protection (unless a development stack
   turns it off), point-in-time recovery, retained with the stack.
-- The Cognito user pool admits only admin-created users unless asked.
+- The Cognito user pool admits only admin-created users unless asked, and
+  it outlives the stack as the table does (deletion protection, retained
+  on deletion and on replacement): its users' `sub`s own the plants.
+- Outside Cognito mode the stack cannot be created without an audience.
+- CORS is off by default and never admits every origin.
 - Every Checkov finding the template suppresses has its reason, and the
   function's concurrency is reserved (and so capped) by default.
 - Every deploy is gradual and reversible: the function publishes the alias
   `live`, its deployment preference takes its type from the DeploymentType
   parameter, and the function's errors, its 5xx and the API's 5xx alarms
-  roll a deployment back.
+  roll a deployment back; each alarm is a rate over a minimum of requests,
+  evaluated here as CloudWatch would: a single failing request, or a
+  handful, never trips one, and a version failing every request does.
 
 Each check is also run on copies of the template with one protection
 removed or widened, and must fail there (`MutationsAreCaught`), so the checks
@@ -226,6 +232,42 @@ def user_pool_problems(template):
     return []
 
 
+def user_pool_retention_problems(template):
+    pool = template["Resources"]["UserPool"]
+    problems = []
+    if pool["Properties"].get("DeletionProtection") != "ACTIVE":
+        problems.append("the user pool has no deletion protection")
+    for policy in ("DeletionPolicy", "UpdateReplacePolicy"):
+        if pool.get(policy) != "Retain":
+            problems.append(f"the user pool's {policy} is not Retain")
+    return problems
+
+
+def audience_problems(template):
+    """Outside Cognito mode, a Rule refuses a stack without AuthAudience."""
+    rule = template.get("Rules", {}).get("IssuerWithoutUserPool", {})
+    required = {"Fn::Not": [{"Fn::Equals": [{"Ref": "AuthAudience"}, ""]}]}
+    if rule.get("RuleCondition") != {"Fn::Equals": [{"Ref": "CreateUserPool"}, "false"]} or not any(
+        assertion.get("Assert") == required for assertion in rule.get("Assertions", [])
+    ):
+        return ["a stack without the user pool can be created without AuthAudience"]
+    return []
+
+
+def cors_problems(template):
+    parameter = template["Parameters"]["CorsAllowedOrigins"]
+    pattern = parameter.get("AllowedPattern", ".*")
+    problems = []
+    if parameter.get("Default") != "":
+        problems.append("CORS is on by default")
+    for origin in ("*", "https://app.example.com,*", "null"):
+        if re.fullmatch(pattern, origin):
+            problems.append(f"CorsAllowedOrigins admits {origin!r}")
+    if not re.fullmatch(pattern, "https://app.example.com,http://localhost:5173"):
+        problems.append("CorsAllowedOrigins refuses a list of origins")
+    return problems
+
+
 def local_endpoint_problems(template):
     # `sam local --env-vars` sets only declared variables: undeclared, the
     # local endpoint is dropped and a local run reaches the real DynamoDB.
@@ -248,6 +290,74 @@ def scanner_problems(template):
         problems.append("the function has no reserved-concurrency limit")
     if template["Parameters"]["ReservedConcurrency"].get("Default", 0) < 1:
         problems.append("the reserved-concurrency limit is off by default")
+    return problems
+
+
+def parameter_default(template, value):
+    if isinstance(value, dict) and "Ref" in value:
+        return float(template["Parameters"][value["Ref"]]["Default"])
+    return float(value)
+
+
+# The metrics an alarm may divide: failures, and all requests.
+FAILURES = {"ServerErrors", "Errors", "5xx"}
+REQUESTS = {"Requests", "Invocations", "Count"}
+
+
+def alarm_value(template, properties, failures, requests):
+    """The value CloudWatch computes for a one-minute datapoint of the alarm
+    when `failures` of `requests` requests failed, parameters at their
+    defaults; None where the alarm's form is not understood."""
+    if "MetricName" in properties:
+        return failures if properties["MetricName"] in FAILURES else None
+    values = {}
+    expression = None
+    for metric in properties.get("Metrics", []):
+        if "MetricStat" in metric:
+            name = metric["MetricStat"]["Metric"]["MetricName"]
+            values[metric["Id"]] = failures if name in FAILURES else requests if name in REQUESTS else None
+        elif metric.get("ReturnData", True):
+            expression = metric["Expression"]
+    if isinstance(expression, dict) and "Fn::Sub" in expression:
+        expression = re.sub(
+            r"\$\{(\w+)\}",
+            lambda m: str(template["Parameters"][m.group(1)]["Default"]),
+            expression["Fn::Sub"],
+        )
+    if not isinstance(expression, str) or None in values.values():
+        return None
+    return eval(expression, {"__builtins__": {}, "IF": lambda c, t, f: t if c else f}, values)
+
+
+def trips(template, properties, failures, requests):
+    value = alarm_value(template, properties, failures, requests)
+    threshold = parameter_default(template, properties["Threshold"])
+    if value is None:
+        return True
+    if properties["ComparisonOperator"] == "GreaterThanThreshold":
+        return value > threshold
+    return value >= threshold
+
+
+def rollback_alarm_problems(template):
+    """A single failing request (or a handful) never trips a rollback alarm;
+    a version that fails every request does."""
+    problems = []
+    by_name = {json.dumps(name, sort_keys=True): resource for resource, name in NAMED_ALARMS.items()}
+    for wanted in ROLLBACK_ALARMS:
+        resource = wanted.get("Ref") or by_name.get(json.dumps(wanted, sort_keys=True))
+        if resource not in template["Resources"]:
+            continue
+        properties = alarm(template, resource)
+        few = [(1, n) for n in (1, 2, 5, 100, 1000)] + [(n, n) for n in range(1, 10)]
+        for failures, requests in few:
+            if trips(template, properties, failures, requests):
+                problems.append(
+                    f"{resource}: {failures} failed of {requests} requests roll a deployment back"
+                )
+                break
+        if not trips(template, properties, 100, 100):
+            problems.append(f"{resource}: a version failing every request is not rolled back")
     return problems
 
 
@@ -277,8 +387,12 @@ CHECKS = [
     alarm_problems,
     table_problems,
     user_pool_problems,
+    user_pool_retention_problems,
+    audience_problems,
+    cors_problems,
     local_endpoint_problems,
     deployment_problems,
+    rollback_alarm_problems,
     scanner_problems,
 ]
 
@@ -356,6 +470,37 @@ MUTATIONS = {
     "self sign-up on by default": lambda t: t["Parameters"]["AllowSelfSignUp"].update(
         Default="true"
     ),
+    "the user pool's deletion protection": lambda t: t["Resources"]["UserPool"][
+        "Properties"
+    ].pop("DeletionProtection"),
+    "the user pool's deletion policy": lambda t: t["Resources"]["UserPool"].pop("DeletionPolicy"),
+    "the user pool's replacement policy": lambda t: t["Resources"]["UserPool"].pop(
+        "UpdateReplacePolicy"
+    ),
+    "the audience rule": lambda t: t["Rules"]["IssuerWithoutUserPool"]["Assertions"].pop(),
+    "CORS on by default": lambda t: t["Parameters"]["CorsAllowedOrigins"].update(
+        Default="https://app.example.com"
+    ),
+    "a wildcard origin": lambda t: t["Parameters"]["CorsAllowedOrigins"].pop("AllowedPattern"),
+    "a rollback alarm on a single error": lambda t: alarm(t, "FunctionErrorsAlarm").update(
+        Metrics=None,
+        Namespace="AWS/Lambda",
+        MetricName="Errors",
+        Statistic="Sum",
+        Period=60,
+        Threshold=1,
+        ComparisonOperator="GreaterThanOrEqualToThreshold",
+    )
+    or alarm(t, "FunctionErrorsAlarm").pop("Metrics"),
+    "a rate without a minimum of requests": lambda t: alarm(t, "Api5xxAlarm")["Metrics"][
+        2
+    ].update(Expression="100 * errors / requests"),
+    "a minimum of requests that a handful meets": lambda t: t["Parameters"][
+        "RollbackMinimumRequests"
+    ].update(Default=2),
+    "a rollback alarm on the server errors' count": lambda t: alarm(
+        t, "FunctionServerErrorsAlarm"
+    )["Metrics"][2].update(Expression="errors"),
     "the declared DynamoDB endpoint": lambda t: t["Resources"][FUNCTION]["Properties"][
         "Environment"
     ]["Variables"].pop("AWS_ENDPOINT_URL_DYNAMODB"),

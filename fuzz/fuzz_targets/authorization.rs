@@ -37,7 +37,9 @@ fn setup() -> &'static Setup {
                 .build()
                 .unwrap(),
             verifier: Verifier::new(KeySource::Inline(keys), &rules),
-            genuine: key.token("https://fuzz", Some("fuzz"), "fuzzer", 3600).unwrap(),
+            genuine: key
+                .token("https://fuzz", Some("fuzz"), "fuzzer", 3600)
+                .unwrap(),
         }
     })
 }

@@ -13,6 +13,7 @@
 
 use std::sync::OnceLock;
 
+use aws_sdk_dynamodb::config::retry::RetryConfig;
 use aws_sdk_dynamodb::config::{BehaviorVersion, Credentials, Region};
 use jsonwebtoken::Algorithm;
 use lambda_http::{Context, LambdaEvent};
@@ -58,13 +59,15 @@ fn setup() -> &'static Setup {
             token_type: None,
         };
         let https = Https::new(&Default::default()).unwrap();
-        // Nothing listens on port 1: every store call is refused at once.
+        // Nothing listens on port 1: every store call is refused at once,
+        // and not retried (the fuzzer wants the answer, not the backoff).
         let store_config = aws_sdk_dynamodb::Config::builder()
             .behavior_version(BehaviorVersion::latest())
             .region(Region::new("us-east-1"))
-            .credentials_provider(Credentials::for_tests())
+            .credentials_provider(Credentials::new("fuzz", "fuzz", None, None, "fuzz"))
             .endpoint_url("http://127.0.0.1:1")
             .http_client(https.sdk_http_client())
+            .retry_config(RetryConfig::disabled())
             .build();
         let store = PlantStore::new(
             aws_sdk_dynamodb::Client::from_conf(store_config),
@@ -72,9 +75,7 @@ fn setup() -> &'static Setup {
             10,
         );
         let api = PlantApi::new(Verifier::new(KeySource::Inline(keys), &rules), store);
-        let genuine = key
-            .token(ISSUER, Some("fuzz"), "fuzzer", 3600)
-            .unwrap();
+        let genuine = key.token(ISSUER, Some("fuzz"), "fuzzer", 3600).unwrap();
         let shapes = SHAPES
             .iter()
             .map(|text| serde_json::from_str(&text.replace("{{token}}", &genuine)).unwrap())
@@ -96,7 +97,10 @@ fn event(setup: &Setup, input: &mut Unstructured) -> Result<Value> {
     let method = *input.choose(&["GET", "POST", "DELETE", "PUT", "OPTIONS", "HEAD", "G:T"])?;
     let mut headers = serde_json::Map::new();
     if input.arbitrary()? {
-        headers.insert("authorization".into(), json!(format!("Bearer {}", setup.genuine)));
+        headers.insert(
+            "authorization".into(),
+            json!(format!("Bearer {}", setup.genuine)),
+        );
     }
     for _ in 0..input.int_in_range(0..=4u8)? {
         let name: String = input.arbitrary()?;
@@ -149,7 +153,10 @@ fuzz_target!(|data: &[u8]| {
     let answer = serde_json::to_value(answer).unwrap();
     let status = answer["statusCode"].as_u64().unwrap();
     assert!(
-        matches!(status, 200 | 400 | 401 | 403 | 404 | 405 | 409 | 413 | 415 | 503),
+        matches!(
+            status,
+            200 | 400 | 401 | 403 | 404 | 405 | 409 | 413 | 415 | 503
+        ),
         "{status}: {answer}"
     );
     let headers = &answer["headers"];
@@ -157,6 +164,10 @@ fuzz_target!(|data: &[u8]| {
     let body: Value = serde_json::from_str(answer["body"].as_str().unwrap()).unwrap();
     if status >= 400 {
         assert_eq!(body["error"], status, "{answer}");
-        assert!(body["message"].as_str().is_some_and(|message| !message.is_empty()));
+        assert!(
+            body["message"]
+                .as_str()
+                .is_some_and(|message| !message.is_empty())
+        );
     }
 });

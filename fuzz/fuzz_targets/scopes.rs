@@ -60,7 +60,11 @@ fn claim(bytes: &[u8]) -> Value {
 /// What the contract says the claims grant, written independently of the
 /// function's code.
 fn grants_read(scope: &Value, scp: &Value) -> bool {
-    let in_list = |value: &Value| value.as_str().is_some_and(|list| list.split(' ').any(|s| s == READ));
+    let in_list = |value: &Value| {
+        value
+            .as_str()
+            .is_some_and(|list| list.split(' ').any(|s| s == READ))
+    };
     in_list(scope)
         || in_list(scp)
         || scp
@@ -88,7 +92,11 @@ fuzz_target!(|data: &[u8]| {
         .is_ok();
     // Tokens over 8 KiB are refused whatever they grant.
     if token.len() <= 8 * 1024 {
-        assert_eq!(accepted, grants_read(&scope, &scp), "scope {scope} scp {scp}");
+        assert_eq!(
+            accepted,
+            grants_read(&scope, &scp),
+            "scope {scope} scp {scp}"
+        );
     } else {
         assert!(!accepted);
     }

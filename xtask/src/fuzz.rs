@@ -20,7 +20,14 @@ use xtask::process::{Started, Stop, run, start, tail};
 use xtask::tools::ensure_cargo_tool;
 use xtask::{Result, log, tools_dir};
 
-const TARGETS: [&str; 5] = ["body", "authorization", "limit", "cursor", "scopes"];
+const TARGETS: [&str; 6] = [
+    "event",
+    "body",
+    "authorization",
+    "limit",
+    "cursor",
+    "scopes",
+];
 
 /// cargo-fuzz, installed into .tools/cargo on first use.
 pub fn ensure_cargo_fuzz() -> Result {

