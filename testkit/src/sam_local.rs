@@ -75,8 +75,36 @@ impl SamLocal {
     }
 
     fn sam(&self, subcommand: &str) -> Command {
+        self.sam_with(subcommand, &[])
+    }
+
+    /// `sam local SUBCOMMAND` with these template parameters (`NAME=VALUE`)
+    /// added to the ones the options already override (the option takes
+    /// every value up to the next option, and the last option wins).
+    fn sam_with(&self, subcommand: &str, parameters: &[&str]) -> Command {
+        let mut options = self.options.clone();
+        let at = match options
+            .iter()
+            .position(|option| option == "--parameter-overrides")
+        {
+            Some(flag) => {
+                flag + 1
+                    + options[flag + 1..]
+                        .iter()
+                        .take_while(|value| !value.starts_with("--"))
+                        .count()
+            }
+            None => {
+                options.push("--parameter-overrides".into());
+                options.len()
+            }
+        };
+        options.splice(
+            at..at,
+            parameters.iter().map(|parameter| parameter.to_string()),
+        );
         let mut command = Command::new("sam");
-        command.args(["local", subcommand]).args(&self.options);
+        command.args(["local", subcommand]).args(options);
         command
     }
 
@@ -117,6 +145,11 @@ impl SamLocal {
     /// `sam local start-api` on a free port of 127.0.0.1, one warm container,
     /// returned once the function itself answers.
     pub async fn start_api(&self, env: &[(String, String)]) -> SamApi {
+        self.start_api_with(env, &[]).await
+    }
+
+    /// [`Self::start_api`] with these template parameters (`NAME=VALUE`).
+    pub async fn start_api_with(&self, env: &[(String, String)], parameters: &[&str]) -> SamApi {
         let dir = TempDir::new("start-api");
         let env_vars = self.env_vars_file(&dir.0, env);
         let port = TcpListener::bind("127.0.0.1:0")
@@ -127,7 +160,7 @@ impl SamLocal {
         let log_path = dir.0.join("sam.log");
         let log = std::fs::File::create(&log_path).unwrap();
         let child = self
-            .sam("start-api")
+            .sam_with("start-api", parameters)
             .arg("--env-vars")
             .arg(&env_vars)
             .args(["--host", "127.0.0.1", "--port", &port.to_string()])
@@ -167,7 +200,7 @@ impl SamApi {
                 panic!("sam local start-api exited ({status}):\n{}", self.log());
             }
             let request = ApiGatewayEvent::new("GET", "/plants");
-            if let Ok(response) = self.try_send(request).await
+            if let Ok(response) = self.send_raw(request).await
                 && response.0 == 401
             {
                 return;
@@ -189,13 +222,14 @@ impl SamApi {
     /// Sends `request` over HTTP to the API; the answer's body must be JSON.
     pub async fn send(&self, request: ApiGatewayEvent) -> TestResponse {
         let (status, headers, body) = self
-            .try_send(request)
+            .send_raw(request)
             .await
             .unwrap_or_else(|error| panic!("{error}:\n{}", self.log()));
         TestResponse::new(status, headers, &body)
     }
 
-    async fn try_send(
+    /// Sends `request`; its status, headers and body, whatever the body is.
+    pub async fn send_raw(
         &self,
         request: ApiGatewayEvent,
     ) -> Result<(u16, http::HeaderMap, String), String> {

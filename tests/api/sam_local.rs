@@ -161,4 +161,69 @@ async fn rejections(api: &SamApi) {
         .header("content-type", "text/plain")
         .body(r#"{"id": 6, "name": "Ivy"}"#);
     api.send(text).await.assert_error(415, "Content-Type");
+
+    // CORS is off by default: a preflight is the function's, a 405, and no
+    // origin is admitted.
+    let preflight = api.send(cors_preflight("https://app.example.com")).await;
+    preflight.assert_error(405, "OPTIONS");
+    assert_eq!(preflight.header("access-control-allow-origin"), None);
+}
+
+fn cors_preflight(origin: &str) -> ApiGatewayEvent {
+    ApiGatewayEvent::new("OPTIONS", "/plants")
+        .header("origin", origin)
+        .header("access-control-request-method", "POST")
+        .header(
+            "access-control-request-headers",
+            "authorization,content-type",
+        )
+}
+
+#[tokio::test]
+async fn cors_admits_the_configured_origins_only() {
+    let test = "cors_admits_the_configured_origins_only";
+    let Some(sam) = sam_local_or_skip(test) else {
+        return;
+    };
+    let app = TestApp::new().await;
+    let origin = "https://app.example.com";
+    let api = sam
+        .start_api_with(
+            &app.function_env(),
+            &["CorsAllowedOrigins=https://app.example.com,http://localhost:5173"],
+        )
+        .await;
+
+    // API Gateway answers the preflight of a listed origin itself.
+    let (status, headers, _) = api.send_raw(cors_preflight(origin)).await.unwrap();
+    assert_eq!(status, 200);
+    let header = |name: &str| headers.get(name).and_then(|value| value.to_str().ok());
+    assert_eq!(header("access-control-allow-origin"), Some(origin));
+    let methods = header("access-control-allow-methods").unwrap_or_default();
+    assert!(
+        methods.contains("POST") && methods.contains("GET"),
+        "{methods}"
+    );
+    let allowed = header("access-control-allow-headers").unwrap_or_default();
+    assert!(allowed.contains("authorization"), "{allowed}");
+    assert_eq!(header("access-control-allow-credentials"), None);
+
+    // The function's answers carry the origin for a listed origin only.
+    let listed = ApiGatewayEvent::list_plants(&bearer("alice"), "").header("origin", origin);
+    let response = api.send(listed).await;
+    assert_json_200(&response, json!([]));
+    assert_eq!(response.header("access-control-allow-origin"), Some(origin));
+    let (_, other, _) = api
+        .send_raw(cors_preflight("https://evil.example"))
+        .await
+        .unwrap();
+    assert_eq!(other.get("access-control-allow-origin"), None);
+    let unlisted =
+        ApiGatewayEvent::list_plants(&bearer("alice"), "").header("origin", "https://evil.example");
+    assert_eq!(
+        api.send(unlisted)
+            .await
+            .header("access-control-allow-origin"),
+        None
+    );
 }

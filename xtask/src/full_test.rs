@@ -1,5 +1,6 @@
 //! `cargo xtask test`: every check, as CI runs it (`scripts/test`). The SAM
-//! template's linters and its safety checks; formatting, lints, unit and
+//! template's linters and its safety checks; Spectral on openapi.yaml;
+//! formatting, lints, unit and
 //! integration tests (against a DynamoDB Local started here); the deployment
 //! artifact (`sam build`'s arm64 bootstrap, every event in events/ replayed
 //! through it under qemu-user, then in the Lambda container under `sam local
@@ -10,7 +11,9 @@
 use std::process::{Command, Stdio};
 
 use xtask::process::{Scope, free_port, run, run_logged};
-use xtask::tools::{ensure_actionlint, ensure_checkov, ensure_python_tools, ensure_qemu_arm64};
+use xtask::tools::{
+    ensure_actionlint, ensure_checkov, ensure_python_tools, ensure_qemu_arm64, ensure_spectral,
+};
 use xtask::{Result, log, setting, tools_dir};
 
 use crate::contract::{Target, contract_test};
@@ -52,6 +55,14 @@ pub fn full_test() -> Result {
             // Nothing fetched: no platform mapping, no update check.
             .env("BC_SKIP_MAPPING", "TRUE")
             .env("CKV_SKIP_PACKAGE_UPDATE_CHECK", "true"))?;
+
+        log!("openapi.yaml: Spectral, the OpenAPI and OWASP API Security rules (.spectral.yaml)");
+        run(Command::new(ensure_spectral()?).args([
+            "lint",
+            "--fail-severity",
+            "error",
+            "openapi.yaml",
+        ]))?;
 
         log!("the GitHub Actions workflows: actionlint");
         // Without arguments it lints every workflow in .github/workflows.
@@ -106,6 +117,7 @@ pub fn full_test() -> Result {
             &[
                 "events::every_http_api_event_gets_its_expected_response_through_sam_local_invoke",
                 "sam_local::the_contract_holds_through_sam_local_start_api",
+                "sam_local::cors_admits_the_configured_origins_only",
             ],
             "sam-local-test",
         )?;
