@@ -2,10 +2,21 @@
 //! deployed stack: created with the administrator API (no e-mail is sent),
 //! signed in through the app client (`USER_PASSWORD_AUTH`, as
 //! docs/deploying.md's first call does), deleted when the run ends.
+//!
+//! Users point the suite at pools of their own, whose password policy this
+//! suite does not choose: each password holds all four of Cognito's
+//! character classes and is as long as the pool's minimum, and at least
+//! [`PASSWORD_LENGTH`].
 
 use aws_lc_rs::rand::{SecureRandom, SystemRandom};
 use aws_sdk_cognitoidentityprovider::Client;
 use aws_sdk_cognitoidentityprovider::types::{AttributeType, AuthFlowType, MessageActionType};
+
+use crate::acceptance::{self, Report};
+
+/// The shortest password the suite sets: far beyond guessing, and within
+/// every pool's maximum.
+pub const PASSWORD_LENGTH: usize = 64;
 use base64::Engine;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 
@@ -16,13 +27,33 @@ pub struct TestUsers {
 }
 
 impl TestUsers {
+    /// Users of `user_pool_id`, through the AWS configuration of the
+    /// environment (the operator's credentials).
     pub async fn new(user_pool_id: &str) -> Self {
         let config = aws_config::load_defaults(aws_config::BehaviorVersion::latest()).await;
+        Self::with_client(Client::new(&config), user_pool_id)
+    }
+
+    /// Users of `user_pool_id` through `client` (another endpoint).
+    pub fn with_client(client: Client, user_pool_id: &str) -> Self {
         Self {
-            client: Client::new(&config),
+            client,
             user_pool_id: user_pool_id.to_owned(),
             usernames: Vec::new(),
         }
+    }
+
+    /// The pool's minimum password length, if it can be read.
+    async fn minimum_password_length(&self) -> Option<usize> {
+        let pool = self
+            .client
+            .describe_user_pool()
+            .user_pool_id(&self.user_pool_id)
+            .send()
+            .await
+            .ok()?;
+        let policy = pool.user_pool()?.policies()?.password_policy()?;
+        usize::try_from(policy.minimum_length()?).ok()
     }
 
     /// Creates a user named after `label` and this run, with a random
@@ -36,7 +67,9 @@ impl TestUsers {
             "plant-store-acceptance-{}-{label}@example.com",
             random_text(6)
         );
-        let password = format!("{}Aa1", random_text(24));
+        // Cognito's policies allow a minimum of at most 99 characters.
+        let minimum = self.minimum_password_length().await.unwrap_or(99);
+        let password = password(minimum);
         let email = |name: &str, value: &str| {
             AttributeType::builder()
                 .name(name)
@@ -122,6 +155,39 @@ impl TestUsers {
     }
 }
 
+/// The acceptance suite as two test users of the pool, signed in through
+/// `client_id`; the users are deleted however it ends.
+pub async fn run_as_test_users(
+    mut users: TestUsers,
+    url: &str,
+    client_id: &str,
+) -> Result<Report, String> {
+    let mut tokens = Vec::new();
+    for label in ["a", "b"] {
+        match users.create_and_sign_in(client_id, label).await {
+            Ok(token) => tokens.push(token),
+            Err(error) => {
+                users.delete().await?;
+                return Err(error);
+            }
+        }
+    }
+    let report = acceptance::run(url, &tokens[0], &tokens[1]).await;
+    users.delete().await?;
+    Ok(report)
+}
+
+/// A random password of at least `minimum` characters (and
+/// [`PASSWORD_LENGTH`]) with a lowercase and an uppercase letter, a digit
+/// and a symbol, whatever the random part holds.
+fn password(minimum: usize) -> String {
+    let length = minimum.max(PASSWORD_LENGTH);
+    let classes = "aA1!";
+    let mut random = random_text(length);
+    random.truncate(length - classes.len());
+    random + classes
+}
+
 /// `bytes` random bytes as base64url text.
 fn random_text(bytes: usize) -> String {
     let mut buffer = vec![0; bytes];
@@ -129,4 +195,28 @@ fn random_text(bytes: usize) -> String {
         .fill(&mut buffer)
         .expect("the system's random source works");
     URL_SAFE_NO_PAD.encode(buffer)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn passwords_hold_every_class_cognito_may_require_and_are_long_enough() {
+        for minimum in [6, 8, 12, 64, 99] {
+            for _ in 0..50 {
+                let password = password(minimum);
+                assert_eq!(password.len(), minimum.max(PASSWORD_LENGTH));
+                assert!(password.bytes().any(|byte| byte.is_ascii_lowercase()));
+                assert!(password.bytes().any(|byte| byte.is_ascii_uppercase()));
+                assert!(password.bytes().any(|byte| byte.is_ascii_digit()));
+                // Cognito's symbols: ^ $ * . [ ] { } ( ) ? " ! @ # % & / \ , > < ' : ; | _ ~ ` = + -
+                assert!(
+                    password
+                        .bytes()
+                        .any(|byte| b"^$*.[]{}()?\"!@#%&/\\,><':;|_~`=+-".contains(&byte))
+                );
+            }
+        }
+    }
 }

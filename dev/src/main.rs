@@ -17,7 +17,7 @@ use std::{env, fs, process};
 
 use aws_config::BehaviorVersion;
 use jsonwebtoken::Algorithm;
-use plant_store_dev::cognito::TestUsers;
+use plant_store_dev::cognito::{self, TestUsers};
 use plant_store_dev::{DevKey, acceptance, create_table};
 
 const USAGE: &str = "usage: plant-store-dev keygen --dir DIR
@@ -126,26 +126,13 @@ async fn create(table: &str) -> Result<(), String> {
         .map_err(|error| format!("cannot create table {table}: {error}"))
 }
 
-/// The suite as two owners: Cognito test users if a pool is given, else the
-/// tokens in TOKEN_A and TOKEN_B. Test users are deleted however it ends.
+/// The suite as two owners: Cognito test users if a pool is given (deleted
+/// however it ends), else the tokens in TOKEN_A and TOKEN_B.
 async fn acceptance(url: &str, cognito: Option<(String, String)>) -> Result<(), String> {
-    let (report, users) = match cognito {
+    let report = match cognito {
         Some((user_pool_id, client_id)) => {
-            let mut users = TestUsers::new(&user_pool_id).await;
-            let mut tokens = Vec::new();
-            for label in ["a", "b"] {
-                match users.create_and_sign_in(&client_id, label).await {
-                    Ok(token) => tokens.push(token),
-                    Err(error) => {
-                        users.delete().await?;
-                        return Err(error);
-                    }
-                }
-            }
-            (
-                acceptance::run(url, &tokens[0], &tokens[1]).await,
-                Some(users),
-            )
+            let users = TestUsers::new(&user_pool_id).await;
+            cognito::run_as_test_users(users, url, &client_id).await?
         }
         None => {
             let token = |name: &str| {
@@ -154,12 +141,8 @@ async fn acceptance(url: &str, cognito: Option<(String, String)>) -> Result<(), 
                 })
             };
             let (a, b) = (token("TOKEN_A")?, token("TOKEN_B")?);
-            (acceptance::run(url, &a, &b).await, None)
+            acceptance::run(url, &a, &b).await
         }
-    };
-    let deleted = match users {
-        Some(users) => users.delete().await,
-        None => Ok(()),
     };
     println!("left in the table (the interface has no DELETE):");
     for line in &report.left_behind {
@@ -169,5 +152,5 @@ async fn acceptance(url: &str, cognito: Option<(String, String)>) -> Result<(), 
         return Err(failure.to_string());
     }
     println!("all {} rules hold at {url}", report.passed.len());
-    deleted
+    Ok(())
 }

@@ -18,6 +18,7 @@ pub mod fault_proxy;
 pub mod forgeries;
 pub mod key_server;
 pub mod keys;
+pub mod moto;
 pub mod response;
 pub mod sam_local;
 pub mod tls_front;

@@ -1,15 +1,24 @@
 //! The acceptance suite (`plant_store_dev::acceptance`, `scripts/acceptance`)
 //! against the production handler served over HTTP on 127.0.0.1: it passes
 //! and leaves exactly what it says in the table, and it names the rule when
-//! the API breaks one (here: a front that drops the `Link` header). The full
-//! run also points it at `cargo lambda watch` and `sam local start-api`.
+//! the API breaks one (here: a front that drops the `Link` header); and its
+//! Cognito mode, against moto's Cognito server, on pools with the template's
+//! password policy and with Cognito's default. The full run also points it
+//! at `cargo lambda watch` and `sam local start-api`.
 
 use std::sync::Arc;
 
+use aws_sdk_cognitoidentityprovider::types::PasswordPolicyType;
 use lambda_http::Body;
 use lambda_http::http::StatusCode;
+use plant_store::auth::Verifier;
+use plant_store::config::{KeyConfig, KeyRefresh, TokenRules};
+use plant_store::https::Https;
+use plant_store::jwks::KeySource;
 use plant_store_dev::acceptance;
+use plant_store_dev::cognito::{self, TestUsers};
 use plant_store_testkit::http_server::{Reply, body_bytes, listen, respond, serve};
+use plant_store_testkit::moto::{MotoCognito, Pool};
 use plant_store_testkit::{ApiGatewayEvent, TestApp, bearer};
 use serde_json::{Value, json};
 
@@ -116,4 +125,68 @@ async fn the_acceptance_suite_names_the_rule_an_api_breaks() {
     // The rules before it held; none after it ran.
     assert_eq!(report.passed.len(), 4, "{:?}", report.passed);
     assert!(!broken.to_string().contains(&token("alice")));
+}
+
+/// The function in Cognito mode for `pool`: its tokens' issuer, its app
+/// client, and its keys fetched from the pool's JWKS URL.
+async fn cognito_app(moto: &MotoCognito, pool: &Pool) -> TestApp {
+    let rules = TokenRules {
+        issuer: pool.issuer(),
+        audience: None,
+        cognito_client_ids: vec![pool.client_id.clone()],
+        scopes: None,
+        token_type: None,
+    };
+    let https = Https::new(&Default::default()).unwrap();
+    let config = KeyConfig::Url {
+        url: moto.jwks_url(pool),
+        refresh: KeyRefresh::default(),
+    };
+    let keys = KeySource::from_config(&config, &https).unwrap();
+    keys.prefetch().await;
+    TestApp::with_verifier(Verifier::new(keys, &rules)).await
+}
+
+#[tokio::test]
+#[ignore = "needs moto's Cognito server, which scripts/test installs and runs this with"]
+async fn the_cognito_mode_creates_signs_in_and_deletes_its_users_on_any_password_policy() {
+    let moto = MotoCognito::start().await;
+    let policy = |minimum: i32, symbols: bool| {
+        PasswordPolicyType::builder()
+            .minimum_length(minimum)
+            .require_lowercase(true)
+            .require_uppercase(true)
+            .require_numbers(true)
+            .require_symbols(symbols)
+            .build()
+    };
+    // template.yaml's policy, and Cognito's default (symbols required).
+    for (name, policy) in [
+        ("template", policy(12, false)),
+        ("default", policy(8, true)),
+    ] {
+        let pool = moto.create_pool(name, policy).await;
+        let app = Arc::new(cognito_app(&moto, &pool).await);
+        let url = serve_over_http(app.clone(), None).await;
+        // Several runs: a password that meets the policy only by chance
+        // fails some of them.
+        for run in 0..3 {
+            let users = TestUsers::with_client(moto.client.clone(), &pool.id);
+            let report = cognito::run_as_test_users(users, &url, &pool.client_id)
+                .await
+                .unwrap_or_else(|error| panic!("{name} pool, run {run}: {error}"));
+            assert!(report.broken.is_none(), "{name}: {:?}", report.broken);
+            assert_eq!(moto.user_count(&pool).await, 0, "{name}: users left behind");
+        }
+        // Each run's two users owned what they wrote: six owners, each with
+        // the plants the report names (three for A, one for B).
+        let owners: std::collections::BTreeSet<String> = app
+            .stored_owners()
+            .await
+            .iter()
+            .map(|owner| owner.as_str().unwrap().to_owned())
+            .collect();
+        assert_eq!(owners.len(), 6, "{name}: {owners:?}");
+        assert_eq!(app.stored_items().await.len(), 12, "{name}");
+    }
 }

@@ -89,6 +89,15 @@ pub fn full_test() -> Result {
             &cargo_test_log,
         )?;
 
+        log!("the acceptance suite's Cognito mode against moto's Cognito server");
+        run_required_tests(
+            &mut stack.command("cargo"),
+            &[
+                "acceptance::the_cognito_mode_creates_signs_in_and_deletes_its_users_on_any_password_policy",
+            ],
+            "moto-test",
+        )?;
+
         log!(
             "the deployment artifact: sam build's arm64 bootstrap, every event through it under qemu-user"
         );
@@ -170,7 +179,7 @@ fn install_tools() -> Result {
     })
 }
 
-/// Runs exactly these tests of the api binary, one at a time (each starts
+/// Runs exactly these tests of the api binary, ignored or not, one at a time (each starts
 /// containers and the arm64 binary under emulation, and they contend for two
 /// cores: CI once saw `sam local start-api` answer 502 while both ran); an
 /// error unless every one of them ran and passed.
@@ -187,6 +196,8 @@ fn run_required_tests(cargo: &mut Command, tests: &[&str], log_name: &str) -> Re
                 "api",
                 "--",
                 "--exact",
+                // Named tests run even where plain `cargo test` ignores them.
+                "--include-ignored",
                 "--test-threads",
                 "1",
             ])

@@ -1,0 +1,145 @@
+//! An independent implementation of the Amazon Cognito API on 127.0.0.1:
+//! moto's server (`moto[server,cognitoidp]` on PyPI, which scripts/test
+//! installs into `.tools/venv`), for the acceptance suite's Cognito mode.
+//! It issues RS256 access tokens for its pools and serves each pool's JWKS
+//! at `/{pool id}/.well-known/jwks.json`, as Cognito does.
+
+use std::net::{TcpListener, TcpStream};
+use std::path::PathBuf;
+use std::process::Stdio;
+use std::time::{Duration, Instant};
+
+use aws_sdk_cognitoidentityprovider::Client;
+use aws_sdk_cognitoidentityprovider::config::{BehaviorVersion, Credentials, Region};
+use aws_sdk_cognitoidentityprovider::types::{
+    ExplicitAuthFlowsType, PasswordPolicyType, UserPoolPolicyType, UsernameAttributeType,
+};
+use tokio::process::{Child, Command};
+
+const START_TIMEOUT: Duration = Duration::from_secs(60);
+const REGION: &str = "us-east-1";
+
+/// moto's server, stopped on drop.
+pub struct MotoCognito {
+    pub url: String,
+    pub client: Client,
+    _server: Child,
+}
+
+/// A user pool and its app client, as the template makes them.
+pub struct Pool {
+    pub id: String,
+    pub client_id: String,
+}
+
+impl Pool {
+    /// The `iss` of the pool's tokens (Cognito's, which moto keeps).
+    pub fn issuer(&self) -> String {
+        format!("https://cognito-idp.{REGION}.amazonaws.com/{}", self.id)
+    }
+}
+
+impl MotoCognito {
+    /// The server from `PLANT_STORE_MOTO_SERVER`, else `.tools/venv`'s.
+    pub async fn start() -> Self {
+        let program = std::env::var_os("PLANT_STORE_MOTO_SERVER")
+            .map(PathBuf::from)
+            .unwrap_or_else(|| xtask::root().join(".tools/venv/bin/moto_server"));
+        assert!(
+            program.is_file(),
+            "{} is missing: scripts/test installs moto's server",
+            program.display()
+        );
+        let port = TcpListener::bind("127.0.0.1:0")
+            .and_then(|listener| listener.local_addr())
+            .expect("a free port on 127.0.0.1")
+            .port();
+        let mut server = Command::new(program)
+            .args(["-H", "127.0.0.1", "-p", &port.to_string()])
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .kill_on_drop(true)
+            .spawn()
+            .expect("moto_server runs");
+        let started = Instant::now();
+        while TcpStream::connect(("127.0.0.1", port)).is_err() {
+            if let Ok(Some(status)) = server.try_wait() {
+                panic!("moto_server exited ({status})");
+            }
+            assert!(
+                started.elapsed() < START_TIMEOUT,
+                "moto_server did not listen within {START_TIMEOUT:?}"
+            );
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        let url = format!("http://127.0.0.1:{port}");
+        let config = aws_sdk_cognitoidentityprovider::Config::builder()
+            .behavior_version(BehaviorVersion::latest())
+            .region(Region::new(REGION))
+            .credentials_provider(Credentials::new("moto", "moto", None, None, "moto"))
+            .endpoint_url(&url)
+            .build();
+        Self {
+            url,
+            client: Client::from_conf(config),
+            _server: server,
+        }
+    }
+
+    /// A pool with `policy`, e-mail addresses as user names, and an app
+    /// client that signs users in with their password, as template.yaml's.
+    pub async fn create_pool(&self, name: &str, policy: PasswordPolicyType) -> Pool {
+        let pool = self
+            .client
+            .create_user_pool()
+            .pool_name(name)
+            .username_attributes(UsernameAttributeType::Email)
+            .policies(
+                UserPoolPolicyType::builder()
+                    .password_policy(policy)
+                    .build(),
+            )
+            .send()
+            .await
+            .unwrap();
+        let id = pool
+            .user_pool()
+            .and_then(|pool| pool.id())
+            .unwrap()
+            .to_owned();
+        let app = self
+            .client
+            .create_user_pool_client()
+            .user_pool_id(&id)
+            .client_name("plant-store-cli")
+            .explicit_auth_flows(ExplicitAuthFlowsType::AllowUserPasswordAuth)
+            .explicit_auth_flows(ExplicitAuthFlowsType::AllowRefreshTokenAuth)
+            .send()
+            .await
+            .unwrap();
+        let client_id = app
+            .user_pool_client()
+            .and_then(|client| client.client_id())
+            .unwrap()
+            .to_owned();
+        Pool { id, client_id }
+    }
+
+    /// The pool's JWKS URL on this server.
+    pub fn jwks_url(&self, pool: &Pool) -> String {
+        format!("{}/{}/.well-known/jwks.json", self.url, pool.id)
+    }
+
+    /// How many users the pool holds.
+    pub async fn user_count(&self, pool: &Pool) -> usize {
+        let users = self
+            .client
+            .list_users()
+            .user_pool_id(&pool.id)
+            .send()
+            .await
+            .unwrap();
+        users.users().len()
+    }
+}
