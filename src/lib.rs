@@ -9,7 +9,7 @@
 //! `error` maps every failure to the contract's Error body in one place;
 //! [`https`] is the one HTTPS client that the key fetch and the store share.
 //! The store and the edge over it need the `dynamodb` feature (on by
-//! default); the fuzz targets build the rest alone.
+//! default); the development tool's keys build the rest alone.
 
 pub mod auth;
 pub mod config;

@@ -1,6 +1,7 @@
 //! `cargo xtask fuzz`: fuzzes the request-to-response path without the
-//! network: the request body (NewPlant parsing), the Authorization header
-//! (bearer parsing and JWT verification), `limit` and `cursor`. Each target
+//! network: whole events through the invocation, the request body (NewPlant
+//! parsing), the Authorization header (bearer parsing and JWT verification),
+//! `limit`, `cursor` and the scope claims ([`TARGETS`]). Each target
 //! runs for FUZZ_SECONDS (30; longer: FUZZ_SECONDS=600 scripts/fuzz) and must
 //! end with no crash and no panic; prints executions per target. Targets
 //! run side by side, one per core.
