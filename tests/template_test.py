@@ -409,7 +409,8 @@ class TemplateTest(unittest.TestCase):
         # Guards the derivation itself: if it found nothing, an empty policy
         # would pass the IAM check.
         self.assertEqual(
-            dynamodb_actions_in_code(), {"dynamodb:PutItem", "dynamodb:UpdateItem", "dynamodb:Query"}
+            dynamodb_actions_in_code(),
+            {"dynamodb:PutItem", "dynamodb:UpdateItem", "dynamodb:GetItem", "dynamodb:Query"},
         )
 
 
@@ -718,6 +719,27 @@ class ComputeTypes(unittest.TestCase):
         [statement] = endpoint["PolicyDocument"]["Statement"]
         self.assertEqual(set(statement["Action"]), dynamodb_actions_in_code())
         self.assertEqual(statement["Resource"], {"Fn::GetAtt": [TABLE, "Arn"]})
+
+
+class Cors(unittest.TestCase):
+    """CorsAllowedOrigins, as CloudFormation deploys it: off by default (no
+    CORS on the API, so OPTIONS reaches the function); with origins, API
+    Gateway's CORS for exactly those, GET and POST, no credentials."""
+
+    def cors(self, parameters):
+        [api] = of_type(translated(parameters), "AWS::ApiGatewayV2::Api")
+        return api["Body"].get("x-amazon-apigateway-cors")
+
+    def test_off_by_default(self):
+        self.assertIsNone(self.cors({}))
+
+    def test_with_origins_exactly_those(self):
+        origins = "https://app.example.com,http://localhost:5173"
+        cors = self.cors({"CorsAllowedOrigins": origins})
+        self.assertEqual(cors["allowOrigins"], origins.split(","))
+        self.assertEqual(sorted(cors["allowMethods"]), ["GET", "POST"])
+        self.assertEqual(cors["allowHeaders"], ["authorization", "content-type"])
+        self.assertFalse(cors.get("allowCredentials", False))
 
 
 class Scopes(unittest.TestCase):
