@@ -18,7 +18,8 @@ pub struct Config {
     /// Where the verification keys come from.
     pub keys: KeyConfig,
     /// `MAX_PLANTS_PER_OWNER`: how many plants one owner may store
-    /// ([`DEFAULT_MAX_PLANTS_PER_OWNER`] when unset).
+    /// ([`DEFAULT_MAX_PLANTS_PER_OWNER`] when unset); 0 turns the bound off
+    /// (a create is then one write unit, and one token can fill the table).
     pub max_plants_per_owner: u32,
     /// Which root certificates the HTTPS client trusts.
     pub trust: TrustConfig,
@@ -159,10 +160,10 @@ impl Config {
                 .trim()
                 .parse()
                 .ok()
-                .filter(|max| (1..=MAX_PLANTS_PER_OWNER_LIMIT).contains(max))
+                .filter(|max| *max <= MAX_PLANTS_PER_OWNER_LIMIT)
                 .ok_or(ConfigError {
                     variable: "MAX_PLANTS_PER_OWNER",
-                    rule: "must be a whole number from 1 to 1000000",
+                    rule: "must be a whole number from 0 (no bound) to 1000000",
                 })?,
         };
         let audience = optional("AUTH_AUDIENCE");
@@ -338,7 +339,8 @@ mod tests {
             DEFAULT_MAX_PLANTS_PER_OWNER
         );
         assert_eq!(with("25").unwrap().max_plants_per_owner, 25);
-        for refused in ["0", "-1", "1000001", "ten", "2.5"] {
+        assert_eq!(with("0").unwrap().max_plants_per_owner, 0, "no bound");
+        for refused in ["-1", "1000001", "ten", "2.5"] {
             let error = with(refused).unwrap_err();
             assert!(
                 error.to_string().contains("MAX_PLANTS_PER_OWNER"),

@@ -17,7 +17,7 @@ use crate::event::{self, Answer};
 use crate::metrics;
 use crate::response::json_response;
 use crate::route::{Operation, Route};
-use crate::store::{Created, PlantStore};
+use crate::store::{Created, Deadline, PlantStore};
 
 /// Request bodies larger than this are refused with 413.
 const MAX_BODY_BYTES: usize = 16 * 1024;
@@ -55,8 +55,14 @@ impl PlantApi {
     /// Answers one request.
     pub async fn handle(&self, request: Request) -> Response<Body> {
         let started = Instant::now();
+        // One deadline for all the store work of this request.
+        let deadline = Deadline::for_invocation(
+            request
+                .lambda_context_ref()
+                .map_or(0, |context| context.deadline),
+        );
         let route = Route::resolve(request.method(), route_path(&request));
-        let response = match self.dispatch(&request, route).await {
+        let response = match self.dispatch(&request, route, deadline).await {
             Ok(response) => response,
             Err(error) => {
                 if let Some(detail) = error.log_detail() {
@@ -85,7 +91,12 @@ impl PlantApi {
     /// Every route needs a token: it is verified here, once, with the
     /// route's scope (before any body is read), and each operation receives
     /// the caller it names.
-    async fn dispatch(&self, request: &Request, route: Route) -> Result<Response<Body>, ApiError> {
+    async fn dispatch(
+        &self,
+        request: &Request,
+        route: Route,
+        deadline: Deadline,
+    ) -> Result<Response<Body>, ApiError> {
         let route = match route {
             Route::Found(route) => route,
             Route::MethodNotAllowed { path } => {
@@ -102,8 +113,8 @@ impl PlantApi {
             .authenticate(request.headers(), route.access)
             .await?;
         match route.operation {
-            Operation::ListPlants => self.list_plants(&owner, request).await,
-            Operation::CreatePlant => self.create_plant(&owner, request).await,
+            Operation::ListPlants => self.list_plants(&owner, request, deadline).await,
+            Operation::CreatePlant => self.create_plant(&owner, request, deadline).await,
         }
     }
 
@@ -111,6 +122,7 @@ impl PlantApi {
         &self,
         owner: &Owner,
         request: &Request,
+        deadline: Deadline,
     ) -> Result<Response<Body>, ApiError> {
         require_json_content_type(request.headers())?;
         let body: &[u8] = request.body().as_ref();
@@ -120,7 +132,7 @@ impl PlantApi {
             });
         }
         let new = NewPlant::from_json(body)?;
-        match self.store.create(owner, &new).await? {
+        match self.store.create(owner, &new, deadline).await? {
             Created::New => {}
             Created::AlreadyStored(stored) => new.check_retry_of(&stored)?,
             Created::LimitReached => {
@@ -136,12 +148,13 @@ impl PlantApi {
         &self,
         owner: &Owner,
         request: &Request,
+        deadline: Deadline,
     ) -> Result<Response<Body>, ApiError> {
         let limit = limit_parameter(request)?;
         let cursor = cursor_parameter(request)?;
         let page = self
             .store
-            .list(owner, limit, cursor.map(|cursor| cursor.after))
+            .list(owner, limit, cursor.map(|cursor| cursor.after), deadline)
             .await?;
         let mut response = json_response(StatusCode::OK, &page.plants)?;
         if let Some(after) = page.next_after {

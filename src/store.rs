@@ -4,15 +4,25 @@
 //! attributes `name` (S) and `tag` (S, absent when the plant has none). Each
 //! owner's count is one item of its own partition, keyed by the owner and a
 //! suffix that makes it longer than any owner ([`counter_partition`]), with
-//! `id` 0 and `plants` (N): a plant and its count are written in one
-//! transaction, which is how the per-owner bound holds under concurrency.
-//! Apart from the plants, no listing, and no earlier version of the
-//! function during a gradual deployment, ever reads a count. [`TABLE_KEY`]
-//! states the key for whatever creates the table (the development tool;
-//! `template.yaml` declares the same).
+//! `id` 0 and `plants` (N). Listings read only the int64 range of an owner's
+//! ids, so nothing else in a partition is ever taken for a plant.
+//! [`TABLE_KEY`] states the key for whatever creates the table (the
+//! development tool; `template.yaml` declares the same).
+//!
+//! The bound on plants per owner, in two single-item writes (2 write units
+//! for an accepted create, no transaction): first the count takes a place
+//! (a conditional `UpdateItem`, `plants < max`), then the plant is put (a
+//! conditional `PutItem`, the id free). So at every instant
+//! `plants <= count <= max`: the count rises before its plant exists and
+//! falls back only when the put is known not to have happened (the id was
+//! taken, or DynamoDB refused it). A crash, a timeout or the deadline
+//! between the two writes leaves the count one high, never low: the bound
+//! stays strict, and `plant-store-dev recount` repairs it. With the bound
+//! off a create is the conditional put alone (1 write unit).
 
 use std::collections::HashMap;
 use std::env;
+use std::num::NonZeroU32;
 use std::time::Duration;
 
 use aws_config::environment::{
@@ -25,11 +35,10 @@ use aws_sdk_dynamodb::config::BehaviorVersion;
 use aws_sdk_dynamodb::config::retry::RetryConfig;
 use aws_sdk_dynamodb::config::timeout::TimeoutConfig;
 use aws_sdk_dynamodb::error::{DisplayErrorContext, ProvideErrorMetadata, SdkError};
+use aws_sdk_dynamodb::operation::put_item::PutItemError;
 use aws_sdk_dynamodb::operation::query::builders::QueryFluentBuilder;
-use aws_sdk_dynamodb::operation::transact_write_items::TransactWriteItemsError;
 use aws_sdk_dynamodb::types::{
-    AttributeValue, KeyType, Put, ReturnValuesOnConditionCheckFailure, ScalarAttributeType,
-    TransactWriteItem, Update,
+    AttributeValue, KeyType, ReturnValuesOnConditionCheckFailure, ScalarAttributeType,
 };
 
 use crate::domain::{Limit, NewPlant, Owner, Plant, PlantId, PlantName, PlantTag};
@@ -63,15 +72,11 @@ const TAG: &str = "tag";
 /// owner may be, so no owner's plants share that partition.
 const COUNTER_SUFFIX: &str = "~";
 /// The counter item's attribute: how many plants the owner has.
-const PLANT_COUNT: &str = "plants";
-/// How often a create is tried again when DynamoDB cancels its transaction
-/// for a conflict with another one on the same counter (concurrent creates
-/// of one owner), each after a short random pause.
-const CONFLICT_ATTEMPTS: u32 = 8;
+pub const PLANT_COUNT: &str = "plants";
 
 // How long the store may take, chosen so that a 503 is always answered well
-// inside the function's 10 s timeout (template.yaml), even for a listing
-// that needs two Query calls after a slow JWKS fetch (1.5 s):
+// inside the function's 10 s timeout (template.yaml); every request's store
+// work, all its calls and their retries, also runs inside one [`Deadline`]:
 // - a connection must open within 0.5 s (Lambda to DynamoDB is ~ms; the
 //   shared connector's CONNECT_TIMEOUT, crate::https);
 // - each attempt gets 1 s (DynamoDB answers in single-digit ms; a 1 MB page
@@ -87,6 +92,53 @@ const MAX_BACKOFF: Duration = Duration::from_millis(500);
 /// The most that warming the connection may add to init when DynamoDB is
 /// slow or unreachable.
 const WARM_UP_TIMEOUT: Duration = Duration::from_secs(1);
+/// The most a request's store work may take, all calls together: a store
+/// failure is answered within it.
+pub const STORE_BUDGET: Duration = OPERATION_TIMEOUT;
+/// What answering takes after the store gives up (the response, the log
+/// lines, handing it back to Lambda), kept free of the invocation's time.
+const ANSWER_MARGIN: Duration = Duration::from_millis(300);
+
+/// When a request's store work must be over: [`STORE_BUDGET`] from the
+/// request's start, or sooner if the invocation's own deadline (less
+/// [`ANSWER_MARGIN`]) comes first. Past it the answer is 503.
+#[derive(Debug, Clone, Copy)]
+pub struct Deadline(tokio::time::Instant);
+
+impl Deadline {
+    /// From the invocation's deadline, in milliseconds since the Unix epoch
+    /// as the Runtime API gives it (`Lambda-Runtime-Deadline-Ms`); 0 when
+    /// there is none (a request built by a test).
+    pub fn for_invocation(deadline_ms: u64) -> Self {
+        let budget = match deadline_ms {
+            0 => STORE_BUDGET,
+            _ => {
+                let now_ms = std::time::SystemTime::now()
+                    .duration_since(std::time::UNIX_EPOCH)
+                    .map_or(0, |now| u64::try_from(now.as_millis()).unwrap_or(u64::MAX));
+                Duration::from_millis(deadline_ms.saturating_sub(now_ms))
+                    .saturating_sub(ANSWER_MARGIN)
+                    .min(STORE_BUDGET)
+            }
+        };
+        Self(tokio::time::Instant::now() + budget)
+    }
+
+    /// `work`, or [`StoreError::Unavailable`] when the deadline passes first
+    /// (the work is dropped: see the module's comment for what that leaves).
+    async fn run<T>(
+        self,
+        work: impl Future<Output = Result<T, StoreError>>,
+    ) -> Result<T, StoreError> {
+        tokio::time::timeout_at(self.0, work)
+            .await
+            .unwrap_or_else(|_| {
+                Err(StoreError::Unavailable(
+                    "the request's deadline passed before the store answered".into(),
+                ))
+            })
+    }
+}
 
 /// The DynamoDB client's configuration, from the environment as Lambda sets
 /// it: the region (`AWS_REGION`), the function's credentials
@@ -137,6 +189,7 @@ async fn client_config_from(
 
 /// DynamoDB error codes that mean "try again later", not "this request is
 /// wrong": throttling, and DynamoDB's own 5xx (which the SDK retries first).
+/// The first three also mean that nothing was written.
 const RETRYABLE_CODES: [&str; 5] = [
     "ProvisionedThroughputExceededException",
     "ThrottlingException",
@@ -152,6 +205,19 @@ pub enum StoreError {
     Unavailable(String),
     /// Anything else, including data in the table that is not a valid plant.
     Unexpected(String),
+}
+
+/// Whether DynamoDB refused a write before applying it (throttled), so that
+/// the count it took may be given back.
+fn refused_unwritten<E: ProvideErrorMetadata, R>(error: &SdkError<E, R>) -> bool {
+    matches!(error, SdkError::ServiceError(service)
+        if service.err().code().is_some_and(|code| RETRYABLE_CODES[..3].contains(&code)))
+}
+
+/// Whether the error is the failed condition of a conditional write.
+fn condition_failed<E: ProvideErrorMetadata, R>(error: &SdkError<E, R>) -> bool {
+    matches!(error, SdkError::ServiceError(service)
+        if service.err().code() == Some("ConditionalCheckFailedException"))
 }
 
 impl<E, R> From<SdkError<E, R>> for StoreError
@@ -190,21 +256,23 @@ pub enum Created {
 pub struct PlantStore {
     client: Client,
     table: String,
-    max_plants_per_owner: u32,
+    /// How many plants one owner may store; `None`: no bound.
+    bound: Option<NonZeroU32>,
 }
 
 impl PlantStore {
+    /// `max_plants_per_owner` 0 turns the bound off.
     pub fn new(client: Client, table: impl Into<String>, max_plants_per_owner: u32) -> Self {
         Self {
             client,
             table: table.into(),
-            max_plants_per_owner,
+            bound: NonZeroU32::new(max_plants_per_owner),
         }
     }
 
-    /// How many plants one owner may store.
+    /// How many plants one owner may store (0: no bound).
     pub fn max_plants_per_owner(&self) -> u32 {
-        self.max_plants_per_owner
+        self.bound.map_or(0, NonZeroU32::get)
     }
 
     /// Connects to DynamoDB during init, where Lambda gives the function full
@@ -228,64 +296,78 @@ impl PlantStore {
     }
 
     /// Stores a plant unless the owner already has one with that id (never
-    /// overwrites) or already has the most plants allowed. The plant and the
-    /// owner's count are written in one transaction: the put only if the id
-    /// is free, the count only if it is below the bound. On an existing id
-    /// the stored plant comes back from the failed condition itself (no
-    /// second read), and that answer wins over the bound, so that a retry of
-    /// a stored plant is still answered.
-    pub async fn create(&self, owner: &Owner, new: &NewPlant) -> Result<Created, StoreError> {
-        let transaction = self.create_transaction(owner, new)?;
-        let mut attempt = 1;
-        loop {
-            let result = self
-                .client
-                .transact_write_items()
-                .set_transact_items(Some(transaction.clone()))
-                .send()
-                .await;
-            let cancelled = match result {
-                Ok(_) => return Ok(Created::New),
-                Err(error) => match error.as_service_error() {
-                    Some(TransactWriteItemsError::TransactionCanceledException(cancelled)) => {
-                        cancelled.clone()
-                    }
-                    _ => return Err(error.into()),
-                },
-            };
-            let reasons = cancelled.cancellation_reasons();
-            let code = |index: usize| reasons.get(index).and_then(|reason| reason.code());
-            if code(0) == Some("ConditionalCheckFailed") {
-                let stored = reasons[0].item().ok_or_else(|| {
-                    StoreError::Unexpected("condition failed without the stored item".into())
-                })?;
-                return Ok(Created::AlreadyStored(plant_from_item(stored)?));
-            }
-            if code(1) == Some("ConditionalCheckFailed") {
-                return Ok(Created::LimitReached);
-            }
-            let conflict = reasons
-                .iter()
-                .any(|r| r.code() == Some("TransactionConflict"));
-            if !conflict || attempt == CONFLICT_ATTEMPTS {
-                let codes: Vec<&str> = reasons.iter().filter_map(|r| r.code()).collect();
-                return Err(StoreError::Unavailable(format!(
-                    "transaction cancelled after {attempt} attempts: {codes:?}"
-                )));
-            }
-            attempt += 1;
-            tokio::time::sleep(conflict_pause()).await;
-        }
-    }
-
-    /// The put of the plant and the update of its owner's count.
-    fn create_transaction(
+    /// overwrites) or already has the most plants allowed; every call within
+    /// `deadline`. A stored plant of that id is always answered, at the
+    /// bound too, so that a retry of a stored plant is never refused for the
+    /// bound. The module's comment says how the bound stays strict.
+    pub async fn create(
         &self,
         owner: &Owner,
         new: &NewPlant,
-    ) -> Result<Vec<TransactWriteItem>, StoreError> {
-        let built =
-            |error: aws_sdk_dynamodb::error::BuildError| StoreError::Unexpected(error.to_string());
+        deadline: Deadline,
+    ) -> Result<Created, StoreError> {
+        let Some(bound) = self.bound else {
+            return deadline.run(self.put(owner, new)).await?.into();
+        };
+        if !deadline.run(self.take_place(owner, bound)).await? {
+            // At the bound: a retry of a stored plant, a conflict, or the
+            // bound, told apart by the stored item as it is now.
+            return Ok(match deadline.run(self.stored(owner, new.id)).await? {
+                Some(stored) => Created::AlreadyStored(stored),
+                None => Created::LimitReached,
+            });
+        }
+        let put = deadline.run(self.put(owner, new)).await?;
+        if !matches!(put, Put::Written)
+            && let Err(error) = deadline.run(self.give_place_back(owner)).await
+        {
+            // The count stays one high: the bound is strict still.
+            tracing::warn!(?error, "the count could not be given back");
+        }
+        put.into()
+    }
+
+    /// Takes one place in the owner's count, if it is below `bound`.
+    async fn take_place(&self, owner: &Owner, bound: NonZeroU32) -> Result<bool, StoreError> {
+        let taken = self
+            .client
+            .update_item()
+            .table_name(&self.table)
+            .set_key(Some(counter_key(owner.as_str())))
+            .update_expression("SET #plants = if_not_exists(#plants, :zero) + :one")
+            .condition_expression("attribute_not_exists(#plants) OR #plants < :max")
+            .expression_attribute_names("#plants", PLANT_COUNT)
+            .expression_attribute_values(":zero", AttributeValue::N("0".into()))
+            .expression_attribute_values(":one", AttributeValue::N("1".into()))
+            .expression_attribute_values(":max", AttributeValue::N(bound.to_string()))
+            .send()
+            .await;
+        match taken {
+            Ok(_) => Ok(true),
+            Err(error) if condition_failed(&error) => Ok(false),
+            Err(error) => Err(error.into()),
+        }
+    }
+
+    /// Gives back a place the count took for a plant that was not written.
+    async fn give_place_back(&self, owner: &Owner) -> Result<(), StoreError> {
+        self.client
+            .update_item()
+            .table_name(&self.table)
+            .set_key(Some(counter_key(owner.as_str())))
+            .update_expression("SET #plants = #plants - :one")
+            .condition_expression("#plants > :zero")
+            .expression_attribute_names("#plants", PLANT_COUNT)
+            .expression_attribute_values(":zero", AttributeValue::N("0".into()))
+            .expression_attribute_values(":one", AttributeValue::N("1".into()))
+            .send()
+            .await?;
+        Ok(())
+    }
+
+    /// Puts the plant if its id is free; else the stored plant, from the
+    /// failed condition itself (no second read).
+    async fn put(&self, owner: &Owner, new: &NewPlant) -> Result<Put, StoreError> {
         let mut item = item_key(owner, new.id);
         item.insert(
             NAME.to_owned(),
@@ -294,32 +376,45 @@ impl PlantStore {
         if let Some(tag) = &new.plant.tag {
             item.insert(TAG.to_owned(), AttributeValue::S(tag.as_str().to_owned()));
         }
-        let put = Put::builder()
+        let put = self
+            .client
+            .put_item()
             .table_name(&self.table)
             .set_item(Some(item))
             .condition_expression("attribute_not_exists(#id)")
             .expression_attribute_names("#id", ID.name)
             .return_values_on_condition_check_failure(ReturnValuesOnConditionCheckFailure::AllOld)
-            .build()
-            .map_err(built)?;
-        let count = Update::builder()
+            .send()
+            .await;
+        let error = match put {
+            Ok(_) => return Ok(Put::Written),
+            Err(error) => error,
+        };
+        if let Some(PutItemError::ConditionalCheckFailedException(failed)) =
+            error.as_service_error()
+        {
+            let stored = failed.item().ok_or_else(|| {
+                StoreError::Unexpected("condition failed without the stored item".into())
+            })?;
+            return Ok(Put::Taken(plant_from_item(stored)?));
+        }
+        if refused_unwritten(&error) {
+            return Ok(Put::Refused(error.into()));
+        }
+        Err(error.into())
+    }
+
+    /// The owner's plant of this id as it is now (a strongly consistent read).
+    async fn stored(&self, owner: &Owner, id: PlantId) -> Result<Option<Plant>, StoreError> {
+        let read = self
+            .client
+            .get_item()
             .table_name(&self.table)
-            .set_key(Some(counter_key(owner)))
-            .update_expression("SET #plants = if_not_exists(#plants, :zero) + :one")
-            .condition_expression("attribute_not_exists(#plants) OR #plants < :max")
-            .expression_attribute_names("#plants", PLANT_COUNT)
-            .expression_attribute_values(":zero", AttributeValue::N("0".into()))
-            .expression_attribute_values(":one", AttributeValue::N("1".into()))
-            .expression_attribute_values(
-                ":max",
-                AttributeValue::N(self.max_plants_per_owner.to_string()),
-            )
-            .build()
-            .map_err(built)?;
-        Ok(vec![
-            TransactWriteItem::builder().put(put).build(),
-            TransactWriteItem::builder().update(count).build(),
-        ])
+            .set_key(Some(item_key(owner, id)))
+            .consistent_read(true)
+            .send()
+            .await?;
+        read.item().map(plant_from_item).transpose()
     }
 
     /// A page of the owner's plants in ascending id order: at most `limit`,
@@ -332,6 +427,16 @@ impl PlantStore {
         owner: &Owner,
         limit: Limit,
         after: Option<PlantId>,
+        deadline: Deadline,
+    ) -> Result<Page, StoreError> {
+        deadline.run(self.list_now(owner, limit, after)).await
+    }
+
+    async fn list_now(
+        &self,
+        owner: &Owner,
+        limit: Limit,
+        after: Option<PlantId>,
     ) -> Result<Page, StoreError> {
         let wanted = limit.get();
         let mut rows: Vec<(PlantId, Plant)> = Vec::with_capacity(wanted + 1);
@@ -340,6 +445,8 @@ impl PlantStore {
             let remaining = i32::try_from(wanted + 1 - rows.len()).unwrap_or(i32::MAX);
             let page = self
                 .query_partition(owner.as_str().to_owned())
+                // Read your writes: a plant answered 200 is in the next listing.
+                .consistent_read(true)
                 .scan_index_forward(true)
                 .limit(remaining)
                 .set_exclusive_start_key(start_key)
@@ -366,25 +473,56 @@ impl PlantStore {
         })
     }
 
-    /// A Query of one partition.
+    /// A Query of the plant ids of one partition.
     fn query_partition(&self, owner: String) -> QueryFluentBuilder {
+        let (condition, names, values) = plant_ids(&owner);
         self.client
             .query()
             .table_name(&self.table)
-            .key_condition_expression("#owner = :owner")
-            .expression_attribute_names("#owner", OWNER.name)
-            .expression_attribute_values(":owner", AttributeValue::S(owner))
+            .key_condition_expression(condition)
+            .set_expression_attribute_names(Some(names))
+            .set_expression_attribute_values(Some(values))
     }
 }
 
-/// A pause of 5 to 40 ms before a create is tried again, varied so that
-/// the creates that conflicted do not meet again.
-fn conflict_pause() -> Duration {
-    let nanos = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .unwrap_or_default()
-        .subsec_nanos();
-    Duration::from_millis(5 + u64::from(nanos % 36))
+/// What a put did: wrote the plant, found the id taken (the stored plant),
+/// or was refused before writing anything (throttled); whatever else
+/// happened (a timeout, DynamoDB's 5xx) may have written it, and is an
+/// error.
+enum Put {
+    Written,
+    Taken(Plant),
+    Refused(StoreError),
+}
+
+impl From<Put> for Result<Created, StoreError> {
+    fn from(put: Put) -> Self {
+        match put {
+            Put::Written => Ok(Created::New),
+            Put::Taken(stored) => Ok(Created::AlreadyStored(stored)),
+            Put::Refused(error) => Err(error),
+        }
+    }
+}
+
+/// The key condition of a Query for `owner`'s plants (with its attribute
+/// names and values): the int64 range of ids only, whatever else the
+/// partition may hold (an earlier build's counter, a stray item).
+pub fn plant_ids(owner: &str) -> (String, HashMap<String, String>, Item) {
+    let names = HashMap::from([
+        ("#owner".to_owned(), OWNER.name.to_owned()),
+        ("#id".to_owned(), ID.name.to_owned()),
+    ]);
+    let values = Item::from([
+        (":owner".to_owned(), AttributeValue::S(owner.to_owned())),
+        (":first".to_owned(), AttributeValue::N(i64::MIN.to_string())),
+        (":last".to_owned(), AttributeValue::N(i64::MAX.to_string())),
+    ]);
+    (
+        "#owner = :owner AND #id BETWEEN :first AND :last".to_owned(),
+        names,
+        values,
+    )
 }
 
 /// One page of a listing.
@@ -419,11 +557,11 @@ pub fn counter_owner(partition: &str) -> Option<&str> {
 }
 
 /// The key of an owner's counter item.
-fn counter_key(owner: &Owner) -> Item {
+pub fn counter_key(owner: &str) -> Item {
     Item::from([
         (
             OWNER.name.to_owned(),
-            AttributeValue::S(counter_partition(owner.as_str())),
+            AttributeValue::S(counter_partition(owner)),
         ),
         (ID.name.to_owned(), AttributeValue::N("0".to_owned())),
     ])

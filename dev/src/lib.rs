@@ -1,5 +1,6 @@
-//! What the local stack and the tests need and the Lambda function never
-//! does: signing keys and tokens ([`keys`]), the plants table ([`table`]),
+//! What the local stack, the tests and operators need and the Lambda
+//! function never does: signing keys and tokens ([`keys`]), the plants
+//! table ([`table`]), the per-owner counts recounted ([`recount`]),
 //! and the acceptance suite against a running API ([`acceptance`], with
 //! Cognito test users from [`cognito`]). The function only verifies tokens
 //! and reads and writes an existing table.
@@ -9,6 +10,8 @@ pub mod acceptance;
 #[cfg(feature = "acceptance")]
 pub mod cognito;
 pub mod keys;
+#[cfg(feature = "table")]
+pub mod recount;
 #[cfg(feature = "table")]
 pub mod table;
 

@@ -23,6 +23,7 @@ use plant_store_dev::{DevKey, acceptance, create_table};
 const USAGE: &str = "usage: plant-store-dev keygen --dir DIR
        plant-store-dev token --dir DIR --sub SUB [--ttl SECONDS]
        plant-store-dev create-table --name TABLE
+       plant-store-dev recount --table TABLE [--owner OWNER] [--apply]
        plant-store-dev acceptance --url URL [--user-pool-id ID --client-id ID]";
 const KEY_FILE: &str = "signing-key.pem";
 const JWKS_FILE: &str = "jwks.json";
@@ -44,6 +45,14 @@ async fn main() {
             &option("ttl").unwrap_or_else(|| DEFAULT_TTL_SECONDS.into()),
         ),
         "create-table" => create(&required("name")).await,
+        "recount" => {
+            recount(
+                &required("table"),
+                option("owner").as_deref(),
+                option("apply").is_some(),
+            )
+            .await
+        }
         "acceptance" => {
             let cognito = match (option("user-pool-id"), option("client-id")) {
                 (Some(pool), Some(client)) => Some((pool, client)),
@@ -71,9 +80,11 @@ fn parse_options(args: impl Iterator<Item = String>) -> Result<HashMap<String, S
         let name = flag
             .strip_prefix("--")
             .ok_or_else(|| format!("unexpected argument {flag}\n{USAGE}"))?;
-        let value = args
-            .next()
-            .ok_or_else(|| format!("--{name} needs a value"))?;
+        // A flag without a value (`--apply`) is on.
+        let value = match args.peek() {
+            Some(value) if !value.starts_with("--") => args.next().unwrap_or_default(),
+            _ => String::new(),
+        };
         options.insert(name.to_owned(), value);
     }
     Ok(options)
@@ -124,6 +135,35 @@ async fn create(table: &str) -> Result<(), String> {
     create_table(&client, table)
         .await
         .map_err(|error| format!("cannot create table {table}: {error}"))
+}
+
+/// Recounts the plants of one owner or all, and sets the counts with `apply`.
+async fn recount(table: &str, owner: Option<&str>, apply: bool) -> Result<(), String> {
+    // Backs off (exponentially, with jitter) and retries when throttled.
+    let sdk_config = aws_config::defaults(BehaviorVersion::latest())
+        .retry_config(aws_config::retry::RetryConfig::standard().with_max_attempts(10))
+        .load()
+        .await;
+    let client = aws_sdk_dynamodb::Client::new(&sdk_config);
+    let summary = plant_store_dev::recount::recount(&client, table, owner, apply).await?;
+    let verb = if apply { "set" } else { "would set" };
+    for (owner, counted, plants) in &summary.changes {
+        let counted = counted.map_or("none".to_owned(), |count| count.to_string());
+        println!("{owner}: count {counted}, plants {plants}: {verb} {plants}");
+    }
+    println!(
+        "{} owners, {} plants: {} counts right, {} {verb}{}",
+        summary.owners,
+        summary.plants,
+        summary.right,
+        summary.changes.len(),
+        if apply || summary.changes.is_empty() {
+            ""
+        } else {
+            " (a dry run: --apply sets them)"
+        }
+    );
+    Ok(())
 }
 
 /// The suite as two owners: Cognito test users if a pool is given (deleted

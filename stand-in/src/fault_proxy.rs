@@ -2,7 +2,8 @@
 //! DynamoDB Local. Each request takes the next fault of its plan (then the
 //! plan's last fault, forever); the production client, retries and timeouts
 //! are untouched, only their endpoint points here. HTTP is hyper's; a reset
-//! is the one fault that reaches below it, to the socket.
+//! is the one fault that reaches below it, to the socket. It also records
+//! every call that passes through ([`Call`]): the benchmark prices them.
 
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -37,7 +38,19 @@ pub enum Fault {
 pub struct FaultProxy {
     pub url: String,
     requests: Arc<AtomicUsize>,
+    calls: Arc<Mutex<Vec<Call>>>,
     task: JoinHandle<()>,
+}
+
+/// A DynamoDB call that passed through to DynamoDB Local.
+#[derive(Debug, Clone)]
+pub struct Call {
+    /// The operation (`PutItem`, `Query`, ...), from `X-Amz-Target`.
+    pub operation: String,
+    /// The request's JSON body.
+    pub request: serde_json::Value,
+    /// The response's JSON body.
+    pub response: serde_json::Value,
 }
 
 struct Plan {
@@ -58,19 +71,26 @@ impl FaultProxy {
             url: dynamodb_url.trim_end_matches('/').to_owned(),
             client: Client::builder(TokioExecutor::new()).build_http(),
         };
+        let calls = Arc::new(Mutex::new(Vec::new()));
         let task = serve(listener, {
-            let requests = requests.clone();
+            let (requests, calls) = (requests.clone(), calls.clone());
             move |request| {
                 requests.fetch_add(1, Ordering::SeqCst);
                 let fault = plan.lock().unwrap().next();
-                answer(fault, upstream.clone(), request)
+                answer(fault, upstream.clone(), calls.clone(), request)
             }
         });
         Self {
             url: format!("http://{address}"),
             requests,
+            calls,
             task,
         }
+    }
+
+    /// The calls that passed through so far.
+    pub fn calls(&self) -> Vec<Call> {
+        self.calls.lock().unwrap().clone()
     }
 
     /// How many requests reached the proxy: the SDK's attempts.
@@ -97,9 +117,14 @@ struct Upstream {
     client: Client<HttpConnector, Full<bytes::Bytes>>,
 }
 
-async fn answer(fault: Fault, upstream: Upstream, request: Request<Incoming>) -> Reply {
+async fn answer(
+    fault: Fault,
+    upstream: Upstream,
+    calls: Arc<Mutex<Vec<Call>>>,
+    request: Request<Incoming>,
+) -> Reply {
     match fault {
-        Fault::PassThrough => forward(&upstream, request).await,
+        Fault::PassThrough => forward(&upstream, &calls, request).await,
         Fault::Throttle => Reply::Respond(error_response(StatusCode::BAD_REQUEST, THROTTLED)),
         Fault::UnexpectedError => {
             Reply::Respond(error_response(StatusCode::BAD_REQUEST, UNEXPECTED))
@@ -131,11 +156,24 @@ fn error_response(
 
 /// The request sent on to DynamoDB Local, and its answer back; a failure to
 /// reach it resets the client's connection, as a broken path would.
-async fn forward(upstream: &Upstream, request: Request<Incoming>) -> Reply {
+async fn forward(
+    upstream: &Upstream,
+    calls: &Mutex<Vec<Call>>,
+    request: Request<Incoming>,
+) -> Reply {
     let (mut parts, body) = request.into_parts();
     let path = parts.uri.path_and_query().map_or("/", |path| path.as_str());
     parts.uri = format!("{}{path}", upstream.url).parse().unwrap();
-    let request = Request::from_parts(parts, Full::new(body_bytes(body).await));
+    let operation = parts
+        .headers
+        .get("x-amz-target")
+        .and_then(|target| target.to_str().ok())
+        .and_then(|target| target.rsplit('.').next())
+        .unwrap_or_default()
+        .to_owned();
+    let sent = body_bytes(body).await;
+    let request_json = serde_json::from_slice(&sent).unwrap_or_default();
+    let request = Request::from_parts(parts, Full::new(sent));
     let Ok(response) = upstream.client.request(request).await else {
         return Reply::Reset;
     };
@@ -143,8 +181,11 @@ async fn forward(upstream: &Upstream, request: Request<Incoming>) -> Reply {
     let Ok(body) = body.collect().await else {
         return Reply::Reset;
     };
-    Reply::Respond(hyper::Response::from_parts(
-        parts,
-        Full::new(body.to_bytes()).boxed(),
-    ))
+    let body = body.to_bytes();
+    calls.lock().unwrap().push(Call {
+        operation,
+        request: request_json,
+        response: serde_json::from_slice(&body).unwrap_or_default(),
+    });
+    Reply::Respond(hyper::Response::from_parts(parts, Full::new(body).boxed()))
 }

@@ -38,9 +38,14 @@ impl TestApp {
         Self::build(verifier(), Some(endpoint), DEFAULT_MAX_PLANTS_PER_OWNER).await
     }
 
-    /// An owner may store at most `max` plants.
+    /// An owner may store at most `max` plants (0: no bound).
     pub async fn with_max_plants_per_owner(max: u32) -> Self {
         Self::build(verifier(), None, max).await
+    }
+
+    /// [`Self::with_store_endpoint`] with at most `max` plants per owner.
+    pub async fn with_store_endpoint_and_bound(endpoint: &str, max: u32) -> Self {
+        Self::build(verifier(), Some(endpoint), max).await
     }
 
     async fn build(verifier: Verifier, store_endpoint: Option<&str>, max_plants: u32) -> Self {
@@ -97,11 +102,13 @@ impl TestApp {
     /// Answers `event` as the function's binary does: the whole invocation,
     /// from the event Lambda delivers to the response it returns.
     pub async fn invoke(&self, event: &str) -> TestResponse {
+        self.invoke_in(event, Context::default()).await
+    }
+
+    /// [`Self::invoke`] with the invocation's `context` (its deadline).
+    pub async fn invoke_in(&self, event: &str, context: Context) -> TestResponse {
         let event = serde_json::from_str(event).unwrap();
-        let answer = self
-            .api
-            .invoke(LambdaEvent::new(event, Context::default()))
-            .await;
+        let answer = self.api.invoke(LambdaEvent::new(event, context)).await;
         TestResponse::from_lambda_response(&serde_json::to_value(answer).unwrap())
     }
 

@@ -13,9 +13,8 @@ use aws_sdk_dynamodb::config::{
     ConfigBag, Credentials, Intercept, Region, RuntimeComponents, SharedInterceptor,
 };
 use aws_sdk_dynamodb::error::BoxError;
-use aws_sdk_dynamodb::operation::transact_write_items::{
-    TransactWriteItemsInput, TransactWriteItemsOutput,
-};
+use aws_sdk_dynamodb::operation::put_item::{PutItemInput, PutItemOutput};
+use aws_sdk_dynamodb::operation::update_item::{UpdateItemInput, UpdateItemOutput};
 use aws_sdk_dynamodb::types::ReturnConsumedCapacity;
 use plant_store::https::Https;
 use plant_store::store::client_config;
@@ -49,14 +48,14 @@ impl Intercept for CallCounter {
     }
 }
 
-/// Asks DynamoDB what each `TransactWriteItems` consumed, which production
-/// never asks, and keeps the last answer's total.
+/// Asks DynamoDB what each write (`PutItem`, `UpdateItem`) consumed, which
+/// production never asks, and adds it up.
 #[derive(Debug, Default, Clone)]
-pub struct WriteUnits(Arc<Mutex<Option<f64>>>);
+pub struct WriteUnits(Arc<Mutex<f64>>);
 
 impl WriteUnits {
-    /// The write units of the last transaction, as DynamoDB reported them.
-    pub fn last(&self) -> Option<f64> {
+    /// The write units DynamoDB reported for the writes so far.
+    pub fn total(&self) -> f64 {
         *self.0.lock().unwrap()
     }
 }
@@ -72,11 +71,11 @@ impl Intercept for WriteUnits {
         _components: &RuntimeComponents,
         _config: &mut ConfigBag,
     ) -> Result<(), BoxError> {
-        if let Some(input) = context
-            .input_mut()
-            .downcast_mut::<TransactWriteItemsInput>()
-        {
-            input.return_consumed_capacity = Some(ReturnConsumedCapacity::Total);
+        let input = context.input_mut();
+        if let Some(put) = input.downcast_mut::<PutItemInput>() {
+            put.return_consumed_capacity = Some(ReturnConsumedCapacity::Total);
+        } else if let Some(update) = input.downcast_mut::<UpdateItemInput>() {
+            update.return_consumed_capacity = Some(ReturnConsumedCapacity::Total);
         }
         Ok(())
     }
@@ -87,16 +86,19 @@ impl Intercept for WriteUnits {
         _components: &RuntimeComponents,
         _config: &mut ConfigBag,
     ) -> Result<(), BoxError> {
-        let output = context
-            .output_or_error()
-            .ok()
-            .and_then(|output| output.downcast_ref::<TransactWriteItemsOutput>());
-        if let Some(output) = output {
-            *self.0.lock().unwrap() = output
-                .consumed_capacity()
-                .iter()
-                .filter_map(|consumed| consumed.capacity_units())
-                .reduce(|total, units| total + units);
+        let Ok(output) = context.output_or_error() else {
+            return Ok(());
+        };
+        let consumed = match (
+            output.downcast_ref::<PutItemOutput>(),
+            output.downcast_ref::<UpdateItemOutput>(),
+        ) {
+            (Some(put), _) => put.consumed_capacity(),
+            (_, Some(update)) => update.consumed_capacity(),
+            _ => None,
+        };
+        if let Some(units) = consumed.and_then(|consumed| consumed.capacity_units()) {
+            *self.0.lock().unwrap() += units;
         }
         Ok(())
     }

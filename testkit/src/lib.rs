@@ -14,7 +14,6 @@ pub mod app;
 pub mod dynamodb;
 pub mod dynamodb_local;
 pub mod event;
-pub mod fault_proxy;
 pub mod forgeries;
 pub mod key_server;
 pub mod keys;
@@ -29,7 +28,7 @@ pub use dynamodb::{
 };
 pub use event::{ApiGatewayEvent, request};
 pub use keys::{TestKeys, bearer, keys, token, token_rules, verifier};
-pub use plant_store_stand_in::{http_server, runtime_api};
+pub use plant_store_stand_in::{fault_proxy, http_server, runtime_api};
 pub use response::{TestResponse, assert_accepted, assert_refused};
 
 pub const ISSUER: &str = "https://issuer.plant-store.test";

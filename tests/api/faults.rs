@@ -5,11 +5,14 @@
 
 use std::time::{Duration, Instant};
 
+use lambda_http::Context;
 use plant_store::config::DEFAULT_MAX_PLANTS_PER_OWNER;
-use plant_store::store::{MAX_ATTEMPTS, PlantStore};
+use plant_store::store::{MAX_ATTEMPTS, PlantStore, STORE_BUDGET};
 use plant_store_testkit::fault_proxy::{Fault, FaultProxy};
-use plant_store_testkit::{TestApp, TestResponse, bearer, counted_dynamodb_client};
-use serde_json::json;
+use plant_store_testkit::{
+    ApiGatewayEvent, TestApp, TestResponse, bearer, counted_dynamodb_client,
+};
+use serde_json::{Value, json};
 
 /// Well inside the function's 10 s timeout: the SDK's operation timeout is 3.5 s.
 const ANSWER_WITHIN: Duration = Duration::from_millis(4500);
@@ -85,8 +88,9 @@ async fn two_throttles_then_success_writes_the_plant_once() {
         outcome.response.body,
         json!({"name": "Fern", "tag": "green"})
     );
-    assert_eq!(outcome.attempts, 3);
-    assert_eq!(proxy.requests(), 3, "the proxy saw every attempt");
+    // The count's update took three attempts, then the put one.
+    assert_eq!(outcome.attempts, 4);
+    assert_eq!(proxy.requests(), 4, "the proxy saw every attempt");
     assert_eq!(
         app.stored_items().await,
         vec![json!({"owner": "alice", "id": 1, "name": "Fern", "tag": "green"})]
@@ -132,7 +136,8 @@ async fn a_reset_then_success_is_retried_and_written_once() {
     let (app, _proxy, outcome) =
         post_through(&[Fault::Reset], Fault::PassThrough, "1 reset, then OK").await;
     assert_eq!(outcome.response.status, 200, "{}", outcome.response.body);
-    assert_eq!(outcome.attempts, 2);
+    // The count's update retried once after the reset, then the put.
+    assert_eq!(outcome.attempts, 3);
     assert_eq!(app.stored_items().await.len(), 1);
 }
 
@@ -212,4 +217,182 @@ async fn warming_up_makes_one_read_and_changes_nothing() {
         .await;
     assert_eq!(calls.count(), 1);
     assert_eq!(app.stored_items().await, before);
+}
+
+/// A request's whole store work ends by its deadline: the budget, and what
+/// answering after it takes.
+const WITHIN_BUDGET: Duration = STORE_BUDGET.saturating_add(Duration::from_millis(500));
+const BOUND: u32 = 3;
+
+/// One operation against a store that answers the calls before it and
+/// hangs on the next: `calls_before` pass through (seeding included).
+struct Hang {
+    case: &'static str,
+    bound: u32,
+    /// Plants alice has before the request, created through the proxy.
+    seeded: i64,
+    request: fn() -> ApiGatewayEvent,
+    status: u16,
+}
+
+fn create_new() -> ApiGatewayEvent {
+    ApiGatewayEvent::create_plant(&bearer("alice"), r#"{"id": 99, "name": "New"}"#)
+}
+
+fn create_clash() -> ApiGatewayEvent {
+    ApiGatewayEvent::create_plant(&bearer("alice"), r#"{"id": 1, "name": "Other"}"#)
+}
+
+fn list() -> ApiGatewayEvent {
+    ApiGatewayEvent::list_plants(&bearer("alice"), "limit=5")
+}
+
+/// The calls that seeding `seeded` plants makes with this bound.
+fn seeding_calls(bound: u32, seeded: i64) -> usize {
+    let per_plant = if bound == 0 { 1 } else { 2 };
+    usize::try_from(seeded).unwrap() * per_plant
+}
+
+#[tokio::test]
+async fn every_operation_ends_inside_the_budget_when_its_next_call_hangs() {
+    let cases = [
+        // The count taken, the put hangs: 503, the count one high.
+        Hang {
+            case: "create: the put",
+            bound: BOUND,
+            seeded: 0,
+            request: create_new,
+            status: 503,
+        },
+        // The only call, with the bound off.
+        Hang {
+            case: "create without the bound",
+            bound: 0,
+            seeded: 0,
+            request: create_new,
+            status: 503,
+        },
+        // At the bound, the read that tells a retry from the bound hangs.
+        Hang {
+            case: "create at the bound: the read",
+            bound: BOUND,
+            seeded: 3,
+            request: create_new,
+            status: 503,
+        },
+        // The id is taken and the count is given back: that hangs, and
+        // the answer (409) is given at the deadline.
+        Hang {
+            case: "create of a taken id: the give-back",
+            bound: BOUND,
+            seeded: 1,
+            request: create_clash,
+            status: 409,
+        },
+        Hang {
+            case: "list",
+            bound: BOUND,
+            seeded: 1,
+            request: list,
+            status: 503,
+        },
+    ];
+    for hang in cases {
+        // The request's own calls before the hang.
+        let calls_before = match hang.case {
+            "create: the put" | "create at the bound: the read" => 1,
+            "create of a taken id: the give-back" => 2,
+            _ => 0,
+        };
+        let first = vec![Fault::PassThrough; seeding_calls(hang.bound, hang.seeded) + calls_before];
+        let proxy = FaultProxy::start(&TestApp::dynamodb_url(), &first, Fault::Hang).await;
+        let app = TestApp::with_store_endpoint_and_bound(&proxy.url, hang.bound).await;
+        for id in 1..=hang.seeded {
+            app.create("alice", json!({"id": id, "name": format!("Plant {id}")}))
+                .await;
+        }
+        let started = Instant::now();
+        let response = app.invoke(&(hang.request)().event()).await;
+        let elapsed = started.elapsed();
+        eprintln!("{}: {} after {elapsed:?}", hang.case, response.status);
+        assert_eq!(
+            response.status, hang.status,
+            "{}: {}",
+            hang.case, response.body
+        );
+        assert!(
+            elapsed < WITHIN_BUDGET,
+            "{}: answered after {elapsed:?}",
+            hang.case
+        );
+        if hang.status == 503 {
+            assert_eq!(response.header("retry-after"), Some("1"), "{}", hang.case);
+        }
+        // Nothing was written that the answer does not say, and the count
+        // is never below the plants.
+        let plants = app.stored_items().await.len();
+        assert_eq!(
+            plants,
+            usize::try_from(hang.seeded).unwrap(),
+            "{}",
+            hang.case
+        );
+        for count in app.stored_plant_counts().await {
+            assert!(
+                count["plants"].as_u64().unwrap() >= plants as u64,
+                "{}",
+                hang.case
+            );
+        }
+    }
+}
+
+#[tokio::test]
+async fn every_operation_under_persistent_throttling_ends_inside_the_budget() {
+    for (case, bound, request) in [
+        ("create", BOUND, create_new as fn() -> ApiGatewayEvent),
+        ("create without the bound", 0, create_new),
+        ("list", BOUND, list),
+    ] {
+        let proxy = FaultProxy::start(&TestApp::dynamodb_url(), &[], Fault::Throttle).await;
+        let app = TestApp::with_store_endpoint_and_bound(&proxy.url, bound).await;
+        let started = Instant::now();
+        let response = app.invoke(&request().event()).await;
+        let elapsed = started.elapsed();
+        eprintln!("{case} throttled: {} after {elapsed:?}", response.status);
+        response.assert_error(503, "Retry-After");
+        assert!(
+            elapsed < WITHIN_BUDGET,
+            "{case}: answered after {elapsed:?}"
+        );
+        assert!(app.stored_items().await.is_empty());
+        // A throttled put wrote nothing, so its count was given back.
+        let counts: Vec<Value> = app.stored_plant_counts().await;
+        assert!(
+            counts.iter().all(|count| count["plants"] == 0),
+            "{case}: {counts:?}"
+        );
+    }
+}
+
+#[tokio::test]
+async fn the_invocations_own_deadline_cuts_the_budget_short() {
+    let proxy = FaultProxy::start(&TestApp::dynamodb_url(), &[], Fault::Hang).await;
+    let app = TestApp::with_store_endpoint(&proxy.url).await;
+    let now_ms = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_millis();
+    let mut context = Context::default();
+    context.deadline = u64::try_from(now_ms).unwrap() + 1500;
+    let started = Instant::now();
+    let response = app.invoke_in(&list().event(), context).await;
+    let elapsed = started.elapsed();
+    eprintln!(
+        "1.5 s left in the invocation: {} after {elapsed:?}",
+        response.status
+    );
+    response.assert_error(503, "Retry-After");
+    // Before the invocation's deadline, with room to answer.
+    assert!(elapsed < Duration::from_millis(1400), "{elapsed:?}");
 }

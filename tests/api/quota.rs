@@ -2,11 +2,15 @@
 //! a POST past it gets 409 naming the bound and writes nothing, also when 32
 //! race for the last place; a retry of a stored plant is still answered and
 //! counts once; an id conflict counts nothing; other owners are not
-//! affected; and what a created plant costs in write units.
+//! affected; what a created plant costs in write units, with the bound and
+//! without; and a listing reads plant ids only, whatever else a partition
+//! holds; and `plant-store-dev recount`, which sets the counts.
 
+use aws_sdk_dynamodb::types::AttributeValue;
 use futures::future::join_all;
 use plant_store::domain::{NewPlant, Owner};
-use plant_store::store::{Created, PlantStore};
+use plant_store::store::{Created, Deadline, PlantStore, counter_key};
+use plant_store_dev::recount::recount;
 use plant_store_testkit::{TestApp, WriteUnits, bearer, dynamodb_client_with};
 use serde_json::{Value, json};
 
@@ -107,24 +111,113 @@ async fn retries_and_conflicts_below_the_bound_count_nothing() {
         .assert_error(409, &format!("maximum of {MAX} plants"));
 }
 
-#[tokio::test]
-async fn what_a_created_plant_costs_in_write_units() {
+/// The write units DynamoDB reports for one accepted create through a store
+/// with this bound (0: none).
+async fn write_units_of_a_create(max: u32) -> f64 {
     let app = TestApp::new().await;
     let units = WriteUnits::default();
     let client = dynamodb_client_with(None, units.clone()).await;
-    let store = PlantStore::new(client, &app.table, MAX);
+    let store = PlantStore::new(client, &app.table, max);
     let owner = Owner::parse("alice".to_owned()).unwrap();
     let new = NewPlant::from_json(plant(1).as_bytes()).unwrap();
-    assert!(matches!(
-        store.create(&owner, &new).await.unwrap(),
-        Created::New
-    ));
-    let write_units = units
-        .last()
-        .expect("DynamoDB reports the consumed capacity");
-    // Two items of under 1 KB: the plant and the owner's counter. DynamoDB
-    // Local reports one unit per item; DynamoDB bills an item written in a
-    // transaction at two, so 4 units there (a lone PutItem was 1).
-    eprintln!("write units per created plant (DynamoDB Local): {write_units}");
-    assert_eq!(write_units, 2.0);
+    let created = store.create(&owner, &new, Deadline::for_invocation(0));
+    assert!(matches!(created.await.unwrap(), Created::New));
+    units.total()
+}
+
+#[tokio::test]
+async fn a_created_plant_costs_two_write_units_with_the_bound_and_one_without() {
+    // Items of under 1 KB, each written alone: the owner's counter and the
+    // plant (no transaction, which DynamoDB bills at twice per item).
+    let bounded = write_units_of_a_create(MAX).await;
+    let unbounded = write_units_of_a_create(0).await;
+    eprintln!("write units per created plant: {bounded} with the bound, {unbounded} without");
+    assert_eq!((bounded, unbounded), (2.0, 1.0));
+}
+
+#[tokio::test]
+async fn without_the_bound_nothing_is_counted_and_nothing_refused() {
+    let app = TestApp::with_max_plants_per_owner(0).await;
+    fill(&app, "alice", i64::from(MAX) + 2).await;
+    assert_eq!(app.stored_items().await.len(), MAX as usize + 2);
+    assert_eq!(app.stored_plant_counts().await, counts(&[]));
+}
+
+#[tokio::test]
+async fn a_stray_item_in_an_owners_partition_is_never_listed() {
+    let app = TestApp::with_max_plants_per_owner(MAX).await;
+    fill(&app, "alice", 2).await;
+    // What an earlier build (7dcd348) kept in the owner's own partition: a
+    // counter one below the int64 range; and one above it.
+    for id in ["-9223372036854775809", "9223372036854775808"] {
+        app.client
+            .put_item()
+            .table_name(&app.table)
+            .item("owner", AttributeValue::S("alice".into()))
+            .item("id", AttributeValue::N(id.into()))
+            .item("plants", AttributeValue::N("2".into()))
+            .send()
+            .await
+            .unwrap();
+    }
+    let listed = app.get(&bearer("alice"), "limit=1").await;
+    assert_eq!(listed.status, 200, "{}", listed.body);
+    assert_eq!(listed.body, json!([{"name": "Plant 1"}]));
+    let next = app.get(&bearer("alice"), "").await;
+    assert_eq!(next.body, json!([{"name": "Plant 1"}, {"name": "Plant 2"}]));
+}
+
+/// Sets `owner`'s count straight in the table, as a crash or an earlier
+/// build could have left it.
+async fn set_count(app: &TestApp, owner: &str, plants: u32) {
+    app.client
+        .update_item()
+        .table_name(&app.table)
+        .set_key(Some(counter_key(owner)))
+        .update_expression("SET plants = :plants")
+        .expression_attribute_values(":plants", AttributeValue::N(plants.to_string()))
+        .send()
+        .await
+        .unwrap();
+}
+
+#[tokio::test]
+async fn recount_sets_every_count_to_the_plants_idempotently_and_only_when_applied() {
+    let app = TestApp::with_max_plants_per_owner(0).await;
+    // Plants stored while the bound was off: no counts at all.
+    fill(&app, "alice", 3).await;
+    fill(&app, "bob", 1).await;
+    set_count(&app, "carol", 2).await; // left high: carol has no plant
+    let before = app.stored_plant_counts().await;
+
+    let dry = recount(&app.client, &app.table, None, false).await.unwrap();
+    assert_eq!((dry.owners, dry.plants, dry.right), (3, 4, 0));
+    assert_eq!(
+        dry.changes,
+        vec![
+            ("alice".to_owned(), None, 3),
+            ("bob".to_owned(), None, 1),
+            ("carol".to_owned(), Some(2), 0),
+        ]
+    );
+    assert_eq!(
+        app.stored_plant_counts().await,
+        before,
+        "a dry run changes nothing"
+    );
+
+    let applied = recount(&app.client, &app.table, None, true).await.unwrap();
+    assert_eq!(applied.changes, dry.changes);
+    let exact = counts(&[("alice", 3), ("bob", 1), ("carol", 0)]);
+    assert_eq!(app.stored_plant_counts().await, exact);
+    let again = recount(&app.client, &app.table, None, true).await.unwrap();
+    assert_eq!((again.right, again.changes.len()), (3, 0), "idempotent");
+
+    // One owner: a count left one high by a crash between the two writes.
+    set_count(&app, "alice", 4).await;
+    let one = recount(&app.client, &app.table, Some("alice"), true)
+        .await
+        .unwrap();
+    assert_eq!(one.changes, vec![("alice".to_owned(), Some(4), 3)]);
+    assert_eq!(app.stored_plant_counts().await, exact);
 }

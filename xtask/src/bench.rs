@@ -7,9 +7,16 @@
 //!   own) on 127.0.0.1, against DynamoDB Local behind a real TLS terminator
 //!   (haproxy), interleaved round by round with two baselines from bench/: a
 //!   bare lambda_runtime loop (`hello`, the init floor of any Rust Lambda)
-//!   and a minimal function making the same DynamoDB calls (`minimal`, the
-//!   latency floor). Then the arm64 `bootstrap` that `sam build` makes, and
-//!   its zip.
+//!   and the floor of the job (`minimal`: one conditional PutItem per
+//!   create, one Query per listing, nothing else). The function runs with
+//!   the per-owner bound (`function`, `cognito`) and without (`unbounded`).
+//!   Every DynamoDB call passes a recording proxy (the tests' fault proxy,
+//!   passing through), and each request is priced as DynamoDB bills it
+//!   (on demand: write and read units). Then the arm64 `bootstrap` that
+//!   `sam build` makes, and its zip.
+//! - burst: one owner making BENCH_BURST creates (256), 16 in flight in one
+//!   process, against 16 owners making as many in all: refusals,
+//!   throughput, and whether the plants and the counts are exact after.
 //! - throughput: requests per second of one process at
 //!   AWS_LAMBDA_MAX_CONCURRENCY 1 and 8 (Lambda Managed Instances), the
 //!   function beside the minimal baseline, with each process's CPU time.
@@ -32,6 +39,7 @@ use std::process::Command;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use plant_store_stand_in::fault_proxy::{Call, Fault, FaultProxy};
 use plant_store_stand_in::runtime_api::LambdaProcess;
 use serde_json::{Value, json};
 use xtask::process::{free_port, run};
@@ -59,6 +67,8 @@ struct Settings {
     sam_build: bool,
     compare: Option<String>,
     smoke: bool,
+    /// Creates of the burst, in each of its two shapes.
+    burst: usize,
 }
 
 impl Settings {
@@ -77,6 +87,7 @@ impl Settings {
                 sam_build: false,
                 compare,
                 smoke,
+                burst: 32,
             }
         } else {
             Self {
@@ -89,6 +100,7 @@ impl Settings {
                 sam_build: std::env::var("BENCH_SAM_BUILD").map_or(true, |value| value != "0"),
                 compare,
                 smoke,
+                burst: setting("BENCH_BURST", 256)?,
             }
         })
     }
@@ -116,6 +128,12 @@ struct Setup {
     get_event: String,
     post_template: Value,
     results_dir: PathBuf,
+    /// Every DynamoDB call of every function passes it.
+    recorder: FaultProxy,
+    /// The keys that sign the burst's tokens, and how DynamoDB Local is
+    /// reached (for the recount after the burst).
+    keys: PathBuf,
+    stack: Stack,
 }
 
 /// The benchmarks; `smoke`: a few iterations of a debug build.
@@ -148,8 +166,23 @@ pub fn bench(smoke: bool) -> Result {
     check_no_jitter_entropy(&settings.bin_dir())?;
 
     let stack = Stack::with_dynamodb_local(free_port(), None)?;
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()?;
+    // DynamoDB Local behind the recording proxy, behind TLS.
+    let recorder = runtime.block_on(FaultProxy::start(
+        &format!("http://127.0.0.1:{}", stack.dynamodb_port),
+        &[],
+        Fault::PassThrough,
+    ));
+    let recorder_port = recorder
+        .url
+        .rsplit(':')
+        .next()
+        .unwrap_or_default()
+        .parse()?;
     let tls_port = free_port();
-    let ca_bundle = start_tls_terminator(tls_port, stack.dynamodb_port, &work.join("tls"))?;
+    let ca_bundle = start_tls_terminator(tls_port, recorder_port, &work.join("tls"))?;
     let keys = work.join("keys");
     xtask::process::output(dev_tool()?.arg("keygen").arg("--dir").arg(&keys))?;
     run(stack
@@ -170,9 +203,6 @@ pub fn bench(smoke: bool) -> Result {
         );
     }
 
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()?;
     // The issuer's key set, as Cognito serves it: over HTTPS (haproxy with
     // a certificate from the same local CA, in front of a key server here).
     let jwks = std::fs::read_to_string(keys.join("jwks.json"))?;
@@ -194,7 +224,8 @@ pub fn bench(smoke: bool) -> Result {
         ("AWS_EC2_METADATA_DISABLED", "true".into()),
         ("PLANTS_TABLE", "bench-plants".into()),
         // The runs store more plants for their one owner than the default
-        // bound; the bound's check is measured all the same.
+        // bound; the bound's writes are measured all the same (`unbounded`
+        // sets 0).
         ("MAX_PLANTS_PER_OWNER", "1000000".into()),
         ("AUTH_ISSUER", crate::stack::LOCAL_ISSUER.into()),
         ("AUTH_AUDIENCE", crate::stack::LOCAL_AUDIENCE.into()),
@@ -242,7 +273,16 @@ pub fn bench(smoke: bool) -> Result {
         measured(
             "function",
             &function,
-            with(&[inline_keys.clone(), compiled_in]),
+            with(&[inline_keys.clone(), compiled_in.clone()]),
+        ),
+        measured(
+            "unbounded",
+            &function,
+            with(&[
+                inline_keys.clone(),
+                compiled_in,
+                ("MAX_PLANTS_PER_OWNER", "0".into()),
+            ]),
         ),
         measured(
             "minimal",
@@ -279,6 +319,9 @@ pub fn bench(smoke: bool) -> Result {
         get_event: event("list-plants.json")?,
         post_template: serde_json::from_str(&event("create-plant.json")?)?,
         results_dir: results_dir.clone(),
+        recorder,
+        keys,
+        stack,
     };
 
     log!(
@@ -293,6 +336,11 @@ pub fn bench(smoke: bool) -> Result {
         settings.batch
     );
     runtime.block_on(throughput(&setup, &settings))?;
+    log!(
+        "burst: {} creates by one owner and by 16, 16 in flight",
+        settings.burst
+    );
+    runtime.block_on(burst(&setup, &settings))?;
 
     if !settings.smoke {
         for bench in ["trust_store", "init_keys"] {
@@ -381,6 +429,65 @@ struct ColdSamples {
     total: Vec<f64>,
     get: Vec<f64>,
     post: Vec<f64>,
+    /// What each warm GET and POST was billed: (write units, read units).
+    get_units: Vec<(f64, f64)>,
+    post_units: Vec<(f64, f64)>,
+}
+
+/// What DynamoDB bills on demand for `calls`: (write units, read units).
+/// A write is 1 unit per KB of the item (an update: of the larger of the
+/// item before and after, here its key and one number), twice that in a
+/// transaction, and a failed condition is billed all the same; a read is 1
+/// unit per 4 KB read, half that when eventually consistent.
+fn billed(calls: &[Call]) -> (f64, f64) {
+    let write = |bytes: usize| (bytes as f64 / 1024.0).ceil().max(1.0);
+    let read = |bytes: usize, consistent: bool| {
+        (bytes as f64 / 4096.0).ceil().max(1.0) * if consistent { 1.0 } else { 0.5 }
+    };
+    let updated = |key: &Value| item_bytes(key) + 32;
+    let (mut writes, mut reads) = (0.0, 0.0);
+    for call in calls {
+        let request = &call.request;
+        let consistent = request["ConsistentRead"].as_bool() == Some(true);
+        match call.operation.as_str() {
+            "PutItem" => writes += write(item_bytes(&request["Item"])),
+            "UpdateItem" | "DeleteItem" => writes += write(updated(&request["Key"])),
+            "TransactWriteItems" => {
+                for item in request["TransactItems"].as_array().into_iter().flatten() {
+                    let bytes = match (&item["Put"], &item["Update"]) {
+                        (Value::Object(put), _) => item_bytes(&put["Item"]),
+                        (_, Value::Object(update)) => updated(&update["Key"]),
+                        _ => 0,
+                    };
+                    writes += 2.0 * write(bytes);
+                }
+            }
+            "GetItem" => reads += read(item_bytes(&call.response["Item"]), consistent),
+            "Query" | "Scan" => {
+                let items = call.response["Items"].as_array().into_iter().flatten();
+                reads += read(items.map(item_bytes).sum(), consistent);
+            }
+            _ => {}
+        }
+    }
+    (writes, reads)
+}
+
+/// An item's size as DynamoDB counts it: each attribute's name and value
+/// (strings by length, numbers by about a byte per two digits; the other
+/// types, which these items do not have, by their JSON's length).
+fn item_bytes(item: &Value) -> usize {
+    let value_bytes = |value: &Value| match value.as_object().and_then(|typed| typed.iter().next())
+    {
+        Some((kind, Value::String(number))) if kind == "N" => number.len().div_ceil(2) + 1,
+        Some((_, Value::String(text))) => text.len(),
+        _ => value.to_string().len(),
+    };
+    item.as_object()
+        .into_iter()
+        .flatten()
+        .map(|(name, value)| name.len() + value_bytes(value))
+        .sum()
 }
 
 async fn cold_start(
@@ -403,11 +510,20 @@ async fn cold_start(
         let post = post_event(&setup.post_template, next_id());
         for (index, function) in setup.functions.iter().enumerate() {
             let name = &function.name;
+            let before_get = setup.recorder.calls().len();
             let get = invoke_ok(&warm[index], name, &setup.get_event).await?;
+            let before_post = setup.recorder.calls().len();
             let posted = invoke_ok(&warm[index], name, &post).await?;
             if record {
+                let calls = setup.recorder.calls();
                 samples[index].get.push(ms(get));
                 samples[index].post.push(ms(posted));
+                samples[index]
+                    .get_units
+                    .push(billed(&calls[before_get..before_post]));
+                samples[index]
+                    .post_units
+                    .push(billed(&calls[before_post..]));
             }
         }
         Ok(())
@@ -438,6 +554,11 @@ async fn cold_start(
     let mut functions = serde_json::Map::new();
     for (index, function) in setup.functions.iter().enumerate() {
         let cold = std::mem::take(&mut samples[index]);
+        let mean = |units: &[(f64, f64)], pick: fn(&(f64, f64)) -> f64| {
+            units.iter().map(pick).sum::<f64>() / units.len().max(1) as f64
+        };
+        let post_write_units = mean(&cold.post_units, |units| units.0);
+        let get_read_units = mean(&cold.get_units, |units| units.1);
         functions.insert(
             function.name.clone(),
             json!({
@@ -448,6 +569,8 @@ async fn cold_start(
                 "warm_get_p99_ms": percentile(cold.get, 0.99),
                 "warm_post_p50_ms": percentile(cold.post.clone(), 0.50),
                 "warm_post_p99_ms": percentile(cold.post, 0.99),
+                "write_units_per_create": post_write_units,
+                "read_units_per_get": get_read_units,
                 "peak_rss_mib": warm[index].peak_rss_kib() as f64 / 1024.0,
                 "binary_bytes": function.binary.metadata()?.len(),
             }),
@@ -497,6 +620,12 @@ fn render_cold(figures: &Value) -> String {
         ("warm GET p99", "warm_get_p99_ms", "ms"),
         ("warm POST p50", "warm_post_p50_ms", "ms"),
         ("warm POST p99", "warm_post_p99_ms", "ms"),
+        (
+            "write units per create (billed)",
+            "write_units_per_create",
+            "WCU",
+        ),
+        ("read units per GET (billed)", "read_units_per_get", "RCU"),
         ("peak RSS after the warm requests", "peak_rss_mib", "MiB"),
         ("binary size", "binary_bytes", "MB"),
     ];
@@ -506,7 +635,9 @@ fn render_cold(figures: &Value) -> String {
             figures["rounds"], figures["warm_requests"]
         ),
         "cognito: the function as deployed with Cognito (keys fetched over HTTPS at init, compiled-in roots); \
-         cognito-bundle: the same trusting the system's bundle (SSL_CERT_FILE); function: keys inline"
+         cognito-bundle: the same trusting the system's bundle (SSL_CERT_FILE); function: keys inline; \
+         all with the per-owner bound but unbounded (MAX_PLANTS_PER_OWNER=0); \
+         minimal: the floor (one conditional PutItem per create, one Query per listing)"
             .into(),
         String::new(),
         format!(
@@ -520,6 +651,7 @@ fn render_cold(figures: &Value) -> String {
             "fn/minimal"
         ),
     ];
+    let floor = |key: &str| figure("minimal", key).max(f64::MIN_POSITIVE);
     for (label, key, unit) in rows {
         let scale = if unit == "MB" { 1e-6 } else { 1.0 };
         let cells: String = functions
@@ -529,8 +661,8 @@ fn render_cold(figures: &Value) -> String {
         lines.push(format!(
             "{:<42}{cells} {:>11.2}x{:>11.2}x",
             format!("{label} ({unit})"),
-            figure("cognito", key) / figure("minimal", key),
-            figure("function", key) / figure("minimal", key)
+            figure("cognito", key) / floor(key),
+            figure("function", key) / floor(key)
         ));
     }
     let target = |label: &str, value: f64, limit: f64, unit: &str| {
@@ -556,15 +688,30 @@ fn render_cold(figures: &Value) -> String {
     }
     for (label, key, limit) in [
         ("warm GET p50", "warm_get_p50_ms", 1.1),
-        ("warm POST p50", "warm_post_p50_ms", 1.1),
         ("warm GET p99", "warm_get_p99_ms", 1.3),
-        ("warm POST p99", "warm_post_p99_ms", 1.3),
     ] {
         lines.push(target(
             &format!("{label}: cognito / minimal"),
             ratio("cognito", key),
             limit,
             "x",
+        ));
+    }
+    // A create with the bound makes two writes where the floor makes one.
+    for (name, limit) in [("function", 2.0), ("unbounded", 1.1)] {
+        lines.push(target(
+            &format!("warm POST p50: {name} / minimal"),
+            ratio(name, "warm_post_p50_ms"),
+            limit,
+            "x",
+        ));
+    }
+    for (name, limit) in [("function", 2.0), ("unbounded", 1.0)] {
+        lines.push(target(
+            &format!("write units per accepted create ({name})"),
+            figure(name, "write_units_per_create"),
+            limit,
+            " WCU",
         ));
     }
     lines.push(target(
@@ -609,6 +756,105 @@ fn render_cold(figures: &Value) -> String {
         ));
     }
     lines.join("\n")
+}
+
+/// `creates` creates, 16 in flight in one process of the function with the
+/// bound (the deployed default), by one owner and then by 16 owners
+/// between them: refusals and throughput; then whether each owner's plants
+/// and count are exact (the listing, and `plant-store-dev recount` finding
+/// nothing to set).
+async fn burst(setup: &Setup, settings: &Settings) -> Result {
+    const IN_FLIGHT: usize = 16;
+    let function = setup
+        .functions
+        .iter()
+        .find(|function| function.name == "function")
+        .ok_or("no function to burst")?;
+    let mut env = function.env.clone();
+    env.retain(|(name, _)| name != "MAX_PLANTS_PER_OWNER");
+    env.push(("AWS_LAMBDA_MAX_CONCURRENCY".into(), IN_FLIGHT.to_string()));
+    let mut next_id = plant_ids();
+    let run = std::process::id();
+    let mut shapes = serde_json::Map::new();
+    for owners in [1, IN_FLIGHT] {
+        let names: Vec<String> = (0..owners)
+            .map(|n| format!("burst-{run}-{owners}-{n}"))
+            .collect();
+        let mut tokens = Vec::new();
+        for name in &names {
+            tokens.push(mint_token(&setup.keys, name, 3600)?);
+        }
+        let process = Arc::new(LambdaProcess::start(&command_of(&function.binary), &env).await);
+        let started = Instant::now();
+        let mut answers = tokio::task::JoinSet::new();
+        let mut statuses = Vec::new();
+        for create in 0..settings.burst {
+            let mut event: Value = setup.post_template.clone();
+            event["headers"]["authorization"] =
+                format!("Bearer {}", tokens[create % owners]).into();
+            let event = post_event(&event, next_id());
+            if answers.len() == IN_FLIGHT {
+                statuses.push(answers.join_next().await.ok_or("a create")??);
+            }
+            let process = process.clone();
+            let owner = create % owners;
+            answers.spawn(async move {
+                let invoked = process.invoke(&event).await;
+                let status = invoked.response["statusCode"].as_u64().unwrap_or_default();
+                (owner, status)
+            });
+        }
+        while let Some(status) = answers.join_next().await {
+            statuses.push(status?);
+        }
+        let elapsed = started.elapsed().as_secs_f64();
+        let refused = statuses.iter().filter(|(_, status)| *status != 200).count();
+        let mut exact = true;
+        for (owner, (name, token)) in names.iter().zip(&tokens).enumerate() {
+            let mut list: Value = serde_json::from_str(&setup.get_event)?;
+            list["rawQueryString"] = "limit=1000".into();
+            list["headers"]["authorization"] = format!("Bearer {token}").into();
+            let listed = process.invoke(&list.to_string()).await;
+            let body: Value =
+                serde_json::from_str(listed.response["body"].as_str().unwrap_or("[]"))?;
+            let created = statuses
+                .iter()
+                .filter(|(by, status)| *by == owner && *status == 200)
+                .count();
+            exact &= body.as_array().map_or(0, Vec::len) == created;
+            let recount =
+                xtask::process::output(setup.stack.command(dev_tool()?.get_program()).args([
+                    "recount",
+                    "--table",
+                    "bench-plants",
+                    "--owner",
+                    name,
+                ]))?;
+            exact &= recount.contains("1 counts right, 0 would set");
+        }
+        shapes.insert(
+            format!("owners_{owners}"),
+            json!({
+                "creates": statuses.len(),
+                "refused": refused,
+                "creates_per_second": statuses.len() as f64 / elapsed,
+                "plants_and_counts_exact": exact,
+            }),
+        );
+    }
+    let figures = json!({"in_flight": IN_FLIGHT, "shapes": shapes});
+    let shape = |owners: usize| &figures["shapes"][format!("owners_{owners}")];
+    let report = [1, IN_FLIGHT]
+        .map(|owners| {
+            let shape = shape(owners);
+            format!(
+                "burst, {owners:>2} owner(s): {} creates, {} refused, {:.0} creates/s, plants and counts exact: {}",
+                shape["creates"], shape["refused"], shape["creates_per_second"].as_f64().unwrap_or_default(),
+                shape["plants_and_counts_exact"]
+            )
+        })
+        .join("\n");
+    write_results(&setup.results_dir, "burst", &report, &figures)
 }
 
 /// CPU seconds (user + system) a process has used, from /proc.
