@@ -107,21 +107,28 @@ pub struct Deadline(tokio::time::Instant);
 
 impl Deadline {
     /// From the invocation's deadline, in milliseconds since the Unix epoch
-    /// as the Runtime API gives it (`Lambda-Runtime-Deadline-Ms`); 0 when
-    /// there is none (a request built by a test).
+    /// as the Runtime API gives it (`Lambda-Runtime-Deadline-Ms`). A
+    /// deadline already past when the request starts is none: Lambda never
+    /// hands out such an invocation, while emulators send a constant
+    /// (`cargo lambda watch`: 600000) and tests 0.
     pub fn for_invocation(deadline_ms: u64) -> Self {
-        let budget = match deadline_ms {
-            0 => STORE_BUDGET,
-            _ => {
-                let now_ms = std::time::SystemTime::now()
-                    .duration_since(std::time::UNIX_EPOCH)
-                    .map_or(0, |now| u64::try_from(now.as_millis()).unwrap_or(u64::MAX));
-                Duration::from_millis(deadline_ms.saturating_sub(now_ms))
-                    .saturating_sub(ANSWER_MARGIN)
-                    .min(STORE_BUDGET)
-            }
+        let now_ms = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |now| u64::try_from(now.as_millis()).unwrap_or(u64::MAX));
+        let budget = match deadline_ms.checked_sub(now_ms) {
+            Some(left) if left > 0 => Duration::from_millis(left)
+                .saturating_sub(ANSWER_MARGIN)
+                .min(STORE_BUDGET),
+            _ => STORE_BUDGET,
         };
         Self(tokio::time::Instant::now() + budget)
+    }
+
+    /// How long is left.
+    #[cfg(test)]
+    fn left(self) -> Duration {
+        self.0
+            .saturating_duration_since(tokio::time::Instant::now())
     }
 
     /// `work`, or [`StoreError::Unavailable`] when the deadline passes first
@@ -644,6 +651,38 @@ mod tests {
         assert!(sent.await.is_err(), "the interceptor stops every request");
         let uri = stop.0.lock().unwrap().clone();
         uri.expect("a request was built")
+    }
+
+    #[tokio::test]
+    async fn a_deadline_is_the_invocations_less_the_margin_and_at_most_the_budget() {
+        let now_ms = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .as_millis() as u64;
+        let near = |left: Duration, wanted: Duration| {
+            let gap = left.abs_diff(wanted);
+            assert!(
+                gap < Duration::from_millis(50),
+                "{left:?} against {wanted:?}"
+            );
+        };
+        // No deadline, or one already past (an emulator's): the budget.
+        for deadline_ms in [0, 600_000, now_ms - 1] {
+            near(Deadline::for_invocation(deadline_ms).left(), STORE_BUDGET);
+        }
+        // Lambda's: what is left, less the margin, within the budget.
+        near(
+            Deadline::for_invocation(now_ms + 10_000).left(),
+            STORE_BUDGET,
+        );
+        near(
+            Deadline::for_invocation(now_ms + 1_500).left(),
+            Duration::from_millis(1_500) - ANSWER_MARGIN,
+        );
+        near(
+            Deadline::for_invocation(now_ms + 100).left(),
+            Duration::ZERO,
+        );
     }
 
     #[test]
