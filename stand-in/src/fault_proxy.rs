@@ -88,9 +88,15 @@ impl FaultProxy {
         }
     }
 
-    /// The calls that passed through so far.
-    pub fn calls(&self) -> Vec<Call> {
-        self.calls.lock().unwrap().clone()
+    /// How many calls have passed through so far.
+    pub fn call_count(&self) -> usize {
+        self.calls.lock().unwrap().len()
+    }
+
+    /// The calls that passed through after the first `count`.
+    pub fn calls_since(&self, count: usize) -> Vec<Call> {
+        let calls = self.calls.lock().unwrap();
+        calls.get(count..).unwrap_or_default().to_vec()
     }
 
     /// How many requests reached the proxy: the SDK's attempts.

@@ -507,23 +507,22 @@ async fn cold_start(
         .collect();
     let mut next_id = plant_ids();
     let mut warm_round = async |samples: &mut Vec<ColdSamples>, record: bool| -> Result {
-        let post = post_event(&setup.post_template, next_id());
         for (index, function) in setup.functions.iter().enumerate() {
             let name = &function.name;
-            let before_get = setup.recorder.calls().len();
+            // A new plant for each function: every POST is an accepted
+            // create (the same id again would be a retry, another path).
+            let post = post_event(&setup.post_template, next_id());
+            let before_get = setup.recorder.call_count();
             let get = invoke_ok(&warm[index], name, &setup.get_event).await?;
-            let before_post = setup.recorder.calls().len();
+            let before_post = setup.recorder.call_count();
             let posted = invoke_ok(&warm[index], name, &post).await?;
             if record {
-                let calls = setup.recorder.calls();
+                let calls = setup.recorder.calls_since(before_get);
+                let (get_calls, post_calls) = calls.split_at(before_post - before_get);
                 samples[index].get.push(ms(get));
                 samples[index].post.push(ms(posted));
-                samples[index]
-                    .get_units
-                    .push(billed(&calls[before_get..before_post]));
-                samples[index]
-                    .post_units
-                    .push(billed(&calls[before_post..]));
+                samples[index].get_units.push(billed(get_calls));
+                samples[index].post_units.push(billed(post_calls));
             }
         }
         Ok(())
