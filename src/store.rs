@@ -194,16 +194,16 @@ async fn client_config_from(
         .build()
 }
 
-/// DynamoDB error codes that mean "try again later", not "this request is
-/// wrong": throttling, and DynamoDB's own 5xx (which the SDK retries first).
-/// The first three also mean that nothing was written.
-const RETRYABLE_CODES: [&str; 5] = [
+/// DynamoDB's throttling error codes: try again later, and nothing was
+/// written.
+const THROTTLING_CODES: [&str; 3] = [
     "ProvisionedThroughputExceededException",
     "ThrottlingException",
     "RequestLimitExceeded",
-    "InternalServerError",
-    "ServiceUnavailable",
 ];
+/// DynamoDB's own 5xx codes (which the SDK retries first): try again later,
+/// but a write may have been applied.
+const SERVER_ERROR_CODES: [&str; 2] = ["InternalServerError", "ServiceUnavailable"];
 
 /// A store failure, classified once here. The detail is for the log only.
 #[derive(Debug)]
@@ -217,14 +217,20 @@ pub enum StoreError {
 /// Whether DynamoDB refused a write before applying it (throttled), so that
 /// the count it took may be given back.
 fn refused_unwritten<E: ProvideErrorMetadata, R>(error: &SdkError<E, R>) -> bool {
-    matches!(error, SdkError::ServiceError(service)
-        if service.err().code().is_some_and(|code| RETRYABLE_CODES[..3].contains(&code)))
+    service_code(error).is_some_and(|code| THROTTLING_CODES.contains(&code))
 }
 
 /// Whether the error is the failed condition of a conditional write.
 fn condition_failed<E: ProvideErrorMetadata, R>(error: &SdkError<E, R>) -> bool {
-    matches!(error, SdkError::ServiceError(service)
-        if service.err().code() == Some("ConditionalCheckFailedException"))
+    service_code(error) == Some("ConditionalCheckFailedException")
+}
+
+/// The error code DynamoDB answered with, if it answered.
+fn service_code<E: ProvideErrorMetadata, R>(error: &SdkError<E, R>) -> Option<&str> {
+    match error {
+        SdkError::ServiceError(service) => service.err().code(),
+        _ => None,
+    }
 }
 
 impl<E, R> From<SdkError<E, R>> for StoreError
@@ -236,11 +242,9 @@ where
         let detail = DisplayErrorContext(&error).to_string();
         let unavailable = match &error {
             SdkError::TimeoutError(_) | SdkError::DispatchFailure(_) => true,
-            SdkError::ServiceError(service) => service
-                .err()
-                .code()
-                .is_some_and(|code| RETRYABLE_CODES.contains(&code)),
-            _ => false,
+            _ => service_code(&error).is_some_and(|code| {
+                THROTTLING_CODES.contains(&code) || SERVER_ERROR_CODES.contains(&code)
+            }),
         };
         if unavailable {
             Self::Unavailable(detail)
