@@ -5,13 +5,11 @@
 
 use std::sync::OnceLock;
 
-use jsonwebtoken::Algorithm;
+mod common;
+
 use lambda_http::http::{HeaderMap, HeaderValue, header::AUTHORIZATION};
 use libfuzzer_sys::fuzz_target;
 use plant_store::auth::{Access, Verifier};
-use plant_store::config::TokenRules;
-use plant_store::jwks::{KeySet, KeySource};
-use plant_store_dev::DevKey;
 
 struct Setup {
     runtime: tokio::runtime::Runtime,
@@ -22,23 +20,12 @@ struct Setup {
 fn setup() -> &'static Setup {
     static SETUP: OnceLock<Setup> = OnceLock::new();
     SETUP.get_or_init(|| {
-        let key = DevKey::generate(Algorithm::EdDSA).unwrap();
-        let keys = KeySet::from_jwks_json(&DevKey::jwks_json(&[&key])).unwrap();
-        let rules = TokenRules {
-            issuer: "https://fuzz".into(),
-            audience: Some("fuzz".into()),
-            cognito_client_ids: Vec::new(),
-            scopes: None,
-            token_type: None,
-        };
+        let (key, keys) = common::signing_key();
         Setup {
-            runtime: tokio::runtime::Builder::new_current_thread()
-                .enable_all()
-                .build()
-                .unwrap(),
-            verifier: Verifier::new(KeySource::Inline(keys), &rules),
+            runtime: common::runtime(),
+            verifier: Verifier::new(keys, &common::rules(None)),
             genuine: key
-                .token("https://fuzz", Some("fuzz"), "fuzzer", 3600)
+                .token(common::ISSUER, Some(common::AUDIENCE), "fuzzer", 3600)
                 .unwrap(),
         }
     })

@@ -13,19 +13,17 @@
 
 use std::sync::OnceLock;
 
+mod common;
+
 use aws_sdk_dynamodb::config::retry::RetryConfig;
 use aws_sdk_dynamodb::config::{BehaviorVersion, Credentials, Region};
-use jsonwebtoken::Algorithm;
 use lambda_http::{Context, LambdaEvent};
 use libfuzzer_sys::arbitrary::{Result, Unstructured};
 use libfuzzer_sys::fuzz_target;
 use plant_store::auth::Verifier;
-use plant_store::config::TokenRules;
 use plant_store::http::PlantApi;
 use plant_store::https::Https;
-use plant_store::jwks::{KeySet, KeySource};
 use plant_store::store::PlantStore;
-use plant_store_dev::DevKey;
 use serde_json::{Value, json};
 
 const SHAPES: [&str; 3] = [
@@ -33,7 +31,6 @@ const SHAPES: [&str; 3] = [
     include_str!("../../events/http-api/list-plants.json"),
     include_str!("../../events/function-url/list-plants.json"),
 ];
-const ISSUER: &str = "https://fuzz";
 
 struct Setup {
     runtime: tokio::runtime::Runtime,
@@ -45,19 +42,8 @@ struct Setup {
 fn setup() -> &'static Setup {
     static SETUP: OnceLock<Setup> = OnceLock::new();
     SETUP.get_or_init(|| {
-        let runtime = tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()
-            .unwrap();
-        let key = DevKey::generate(Algorithm::EdDSA).unwrap();
-        let keys = KeySet::from_jwks_json(&DevKey::jwks_json(&[&key])).unwrap();
-        let rules = TokenRules {
-            issuer: ISSUER.into(),
-            audience: Some("fuzz".into()),
-            cognito_client_ids: Vec::new(),
-            scopes: None,
-            token_type: None,
-        };
+        let runtime = common::runtime();
+        let (key, keys) = common::signing_key();
         let https = Https::new(&Default::default()).unwrap();
         // Nothing listens on port 1: every store call is refused at once,
         // and not retried (the fuzzer wants the answer, not the backoff).
@@ -74,8 +60,10 @@ fn setup() -> &'static Setup {
             "plants",
             10,
         );
-        let api = PlantApi::new(Verifier::new(KeySource::Inline(keys), &rules), store);
-        let genuine = key.token(ISSUER, Some("fuzz"), "fuzzer", 3600).unwrap();
+        let api = PlantApi::new(Verifier::new(keys, &common::rules(None)), store);
+        let genuine = key
+            .token(common::ISSUER, Some(common::AUDIENCE), "fuzzer", 3600)
+            .unwrap();
         let shapes = SHAPES
             .iter()
             .map(|text| serde_json::from_str(&text.replace("{{token}}", &genuine)).unwrap())

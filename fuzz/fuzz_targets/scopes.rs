@@ -8,16 +8,15 @@
 
 use std::sync::OnceLock;
 
-use jsonwebtoken::Algorithm;
+mod common;
+
 use lambda_http::http::{HeaderMap, HeaderValue, header::AUTHORIZATION};
 use libfuzzer_sys::fuzz_target;
 use plant_store::auth::{Access, Verifier};
-use plant_store::config::{ScopeRules, TokenRules};
-use plant_store::jwks::{KeySet, KeySource};
+use plant_store::config::ScopeRules;
 use plant_store_dev::{DevKey, unix_now};
 use serde_json::{Value, json};
 
-const ISSUER: &str = "https://fuzz";
 const READ: &str = "plants/read";
 
 struct Setup {
@@ -29,24 +28,14 @@ struct Setup {
 fn setup() -> &'static Setup {
     static SETUP: OnceLock<Setup> = OnceLock::new();
     SETUP.get_or_init(|| {
-        let key = DevKey::generate(Algorithm::EdDSA).unwrap();
-        let keys = KeySet::from_jwks_json(&DevKey::jwks_json(&[&key])).unwrap();
-        let rules = TokenRules {
-            issuer: ISSUER.into(),
-            audience: Some("fuzz".into()),
-            cognito_client_ids: Vec::new(),
-            scopes: Some(ScopeRules {
-                read: READ.into(),
-                write: "plants/write".into(),
-            }),
-            token_type: None,
-        };
+        let (key, keys) = common::signing_key();
+        let rules = common::rules(Some(ScopeRules {
+            read: READ.into(),
+            write: "plants/write".into(),
+        }));
         Setup {
-            runtime: tokio::runtime::Builder::new_current_thread()
-                .enable_all()
-                .build()
-                .unwrap(),
-            verifier: Verifier::new(KeySource::Inline(keys), &rules),
+            runtime: common::runtime(),
+            verifier: Verifier::new(keys, &rules),
             key,
         }
     })
@@ -79,7 +68,7 @@ fuzz_target!(|data: &[u8]| {
         None => (claim(data), Value::Null),
     };
     let now = unix_now();
-    let claims = json!({"iss": ISSUER, "aud": "fuzz", "sub": "fuzzer", "exp": now + 600, "scope": scope, "scp": scp});
+    let claims = json!({"iss": common::ISSUER, "aud": common::AUDIENCE, "sub": "fuzzer", "exp": now + 600, "scope": scope, "scp": scp});
     let token = setup.key.sign(&claims).unwrap();
     let mut headers = HeaderMap::new();
     headers.insert(

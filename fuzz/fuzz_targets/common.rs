@@ -1,0 +1,36 @@
+//! What the targets that verify tokens share: a one-thread runtime for the
+//! async verifier, a signing key generated for the run with the key set
+//! that verifies it, and the token rules of a deployment with an audience.
+
+use jsonwebtoken::Algorithm;
+use plant_store::config::{ScopeRules, TokenRules};
+use plant_store::jwks::{KeySet, KeySource};
+use plant_store_dev::DevKey;
+
+pub const ISSUER: &str = "https://fuzz";
+pub const AUDIENCE: &str = "fuzz";
+
+pub fn runtime() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap()
+}
+
+/// An Ed25519 key, and the inline key source that holds its public half.
+pub fn signing_key() -> (DevKey, KeySource) {
+    let key = DevKey::generate(Algorithm::EdDSA).unwrap();
+    let keys = KeySet::from_jwks_json(&DevKey::jwks_json(&[&key])).unwrap();
+    (key, KeySource::Inline(keys))
+}
+
+/// [`ISSUER`] and [`AUDIENCE`], with these scopes required (or none).
+pub fn rules(scopes: Option<ScopeRules>) -> TokenRules {
+    TokenRules {
+        issuer: ISSUER.into(),
+        audience: Some(AUDIENCE.into()),
+        cognito_client_ids: Vec::new(),
+        scopes,
+        token_type: None,
+    }
+}
