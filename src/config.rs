@@ -23,6 +23,9 @@ pub struct Config {
     pub max_plants_per_owner: u32,
     /// Which root certificates the HTTPS client trusts.
     pub trust: TrustConfig,
+    /// `AWS_XRAY_DAEMON_ADDRESS`, which Lambda sets: where X-Ray
+    /// subsegments go (`crate::trace`). Unset, nothing is traced.
+    pub xray_daemon: Option<String>,
 }
 
 /// The root certificates the HTTPS client trusts (`crate::https`): those
@@ -200,6 +203,7 @@ impl Config {
                 bundle: optional("SSL_CERT_FILE").map(PathBuf::from),
                 extra: optional("EXTRA_CA_CERTS").map(PathBuf::from),
             },
+            xray_daemon: optional("AWS_XRAY_DAEMON_ADDRESS"),
         })
     }
 }

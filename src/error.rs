@@ -9,6 +9,7 @@ use crate::auth::AuthError;
 use crate::domain::{Conflict, PlantError, PlantId};
 use crate::response::json_text_response;
 use crate::store::StoreError;
+use crate::trace::{Classify, Outcome};
 
 const CHALLENGE: &str = r#"Bearer realm="plants""#;
 const CHALLENGE_INVALID_TOKEN: &str = r#"Bearer realm="plants", error="invalid_token""#;
@@ -76,7 +77,8 @@ impl ApiError {
         }
     }
 
-    fn message(&self) -> String {
+    /// The sentence the Error body carries.
+    pub fn message(&self) -> String {
         match self {
             Self::InvalidBody(error) => error.to_string(),
             Self::UnreadableRequest(message) | Self::InvalidQuery(message) => message.clone(),
@@ -167,6 +169,13 @@ impl ApiError {
             _ => {}
         }
         response
+    }
+}
+
+/// A traced step that failed is marked as its answer would be.
+impl Classify for ApiError {
+    fn outcome(&self) -> Outcome {
+        Outcome::of_status(self.status().as_u16())
     }
 }
 

@@ -9,6 +9,7 @@ use lambda_http::http::{HeaderMap, HeaderValue, StatusCode};
 use lambda_http::request::RequestContext;
 use lambda_http::{Body, Context, LambdaEvent, Request, RequestExt, Response};
 use serde_json::Value;
+use tracing::Instrument;
 
 use crate::auth::Verifier;
 use crate::domain::{Cursor, Limit, NewPlant, Owner};
@@ -18,6 +19,7 @@ use crate::metrics;
 use crate::response::json_response;
 use crate::route::{Operation, Route};
 use crate::store::{Created, Deadline, PlantStore};
+use crate::trace::{self, Tracer};
 
 /// Request bodies larger than this are refused with 413.
 const MAX_BODY_BYTES: usize = 16 * 1024;
@@ -26,29 +28,68 @@ const MAX_BODY_BYTES: usize = 16 * 1024;
 pub struct PlantApi {
     verifier: Verifier,
     store: PlantStore,
+    tracer: Tracer,
 }
 
 impl PlantApi {
+    /// The API, tracing nothing.
     pub fn new(verifier: Verifier, store: PlantStore) -> Self {
-        Self { verifier, store }
+        Self {
+            verifier,
+            store,
+            tracer: Tracer::default(),
+        }
+    }
+
+    /// The API, sending each invocation's X-Ray subsegments through `tracer`.
+    pub fn traced_by(self, tracer: Tracer) -> Self {
+        Self { tracer, ..self }
     }
 
     /// Answers one invocation: the event Lambda delivered, read by
     /// [`crate::event`], answered in the event's own format. Every outcome,
     /// an unreadable event included, is a response: the function itself
-    /// never fails an invocation.
+    /// never fails an invocation. Traced under the invocation's own trace
+    /// header, and every log line of it carries its request id and trace id.
     pub async fn invoke(&self, event: LambdaEvent<Value>) -> Answer {
         let LambdaEvent { payload, context } = event;
+        let trace = self.tracer.invocation(context.xray_trace_id.as_deref());
+        let log_span = tracing::info_span!(
+            "invocation",
+            requestId = context.request_id.as_str(),
+            traceId = trace.trace_id().unwrap_or("-"),
+        );
         let (format, request) = event::read(payload);
-        let response = match request {
-            Ok(request) => self.handle(request.with_lambda_context(context)).await,
-            Err(error) => {
-                let started = Instant::now();
-                let response = error.into_response();
-                log_request(&context, "-", "-", Route::NotFound, &response, started);
-                response
+        let asked = request
+            .as_ref()
+            .map(|request| {
+                (
+                    request.method().to_string(),
+                    request.uri().path().to_owned(),
+                )
+            })
+            .ok();
+        let answer = async {
+            match request {
+                Ok(request) => self.handle(request.with_lambda_context(context)).await,
+                Err(error) => {
+                    let asked = Asked {
+                        context: &context,
+                        method: "-",
+                        path: "-",
+                        route: Route::NotFound,
+                        started: Instant::now(),
+                    };
+                    log_request(&asked, error.status().as_u16(), Some(&error));
+                    error.into_response()
+                }
             }
         };
+        let response = trace.run(answer).instrument(log_span).await;
+        let asked = asked
+            .as_ref()
+            .map(|(method, path)| (method.as_str(), path.as_str()));
+        trace.finish(asked, response.status().as_u16());
         format.answer(response)
     }
 
@@ -62,18 +103,7 @@ impl PlantApi {
                 .map_or(0, |context| context.deadline),
         );
         let route = Route::resolve(request.method(), route_path(&request));
-        let response = match self.dispatch(&request, route, deadline).await {
-            Ok(response) => response,
-            Err(error) => {
-                if let Some(detail) = error.log_detail() {
-                    let request_id = request
-                        .lambda_context_ref()
-                        .map_or("-", |context| context.request_id.as_str());
-                    tracing::error!(request_id, status = error.status().as_u16(), detail);
-                }
-                error.into_response()
-            }
-        };
+        let answered = self.dispatch(&request, route, deadline).await;
         // A request built without an invocation (a test's) logs an empty one.
         let no_context;
         let context = match request.lambda_context_ref() {
@@ -83,16 +113,26 @@ impl PlantApi {
                 &no_context
             }
         };
-        let method = request.method().as_str();
-        log_request(
+        let asked = Asked {
             context,
-            method,
-            request.uri().path(),
+            method: request.method().as_str(),
+            path: request.uri().path(),
             route,
-            &response,
             started,
-        );
-        response
+        };
+        match answered {
+            Ok(response) => {
+                log_request(&asked, response.status().as_u16(), None);
+                response
+            }
+            Err(error) => {
+                if let Some(detail) = error.log_detail() {
+                    tracing::error!(status = error.status().as_u16(), detail);
+                }
+                log_request(&asked, error.status().as_u16(), Some(&error));
+                error.into_response()
+            }
+        }
     }
 
     /// Every route needs a token: it is verified here, once, with the
@@ -115,10 +155,11 @@ impl PlantApi {
             }
             Route::NotFound => return Err(ApiError::NotFound),
         };
-        let owner = self
-            .verifier
-            .authenticate(request.headers(), route.access)
-            .await?;
+        let owner = trace::in_subsegment("auth", async {
+            let owner = self.verifier.authenticate(request.headers(), route.access);
+            Ok::<_, ApiError>(owner.await?)
+        })
+        .await?;
         match route.operation {
             Operation::ListPlants => self.list_plants(&owner, request, deadline).await,
             Operation::CreatePlant => self.create_plant(&owner, request, deadline).await,
@@ -131,15 +172,20 @@ impl PlantApi {
         request: &Request,
         deadline: Deadline,
     ) -> Result<Response<Body>, ApiError> {
-        require_json_content_type(request.headers())?;
-        let body: &[u8] = request.body().as_ref();
-        if body.len() > MAX_BODY_BYTES {
-            return Err(ApiError::PayloadTooLarge {
-                max_bytes: MAX_BODY_BYTES,
-            });
-        }
-        let new = NewPlant::from_json(body)?;
-        match self.store.create(owner, &new, deadline).await? {
+        let new = trace::record("parse", || {
+            require_json_content_type(request.headers())?;
+            let body: &[u8] = request.body().as_ref();
+            if body.len() > MAX_BODY_BYTES {
+                return Err(ApiError::PayloadTooLarge {
+                    max_bytes: MAX_BODY_BYTES,
+                });
+            }
+            Ok(NewPlant::from_json(body)?)
+        })?;
+        let created = trace::in_subsegment("store.create", async {
+            Ok::<_, ApiError>(self.store.create(owner, &new, deadline).await?)
+        });
+        match created.await? {
             Created::New => {}
             Created::AlreadyStored(stored) => new.check_retry_of(&stored)?,
             Created::LimitReached => {
@@ -157,12 +203,14 @@ impl PlantApi {
         request: &Request,
         deadline: Deadline,
     ) -> Result<Response<Body>, ApiError> {
-        let limit = limit_parameter(request)?;
-        let cursor = cursor_parameter(request)?;
-        let page = self
-            .store
-            .list(owner, limit, cursor.map(|cursor| cursor.after), deadline)
-            .await?;
+        let (limit, cursor) = trace::record("parse", || {
+            Ok::<_, ApiError>((limit_parameter(request)?, cursor_parameter(request)?))
+        })?;
+        let after = cursor.map(|cursor| cursor.after);
+        let page = trace::in_subsegment("store.list", async {
+            Ok::<_, ApiError>(self.store.list(owner, limit, after, deadline).await?)
+        })
+        .await?;
         let mut response = json_response(StatusCode::OK, &page.plants)?;
         if let Some(after) = page.next_after {
             // RFC 8288, relative to the path as the caller saw it.
@@ -180,25 +228,35 @@ impl PlantApi {
     }
 }
 
-/// One JSON log line and one EMF metrics line per request.
-fn log_request(
-    context: &Context,
-    method: &str,
-    path: &str,
+/// What a request asked, for its log line.
+struct Asked<'a> {
+    context: &'a Context,
+    method: &'a str,
+    path: &'a str,
     route: Route,
-    response: &Response<Body>,
     started: Instant,
-) {
-    let status = response.status().as_u16();
-    let latency_ms = started.elapsed().as_secs_f64() * 1000.0;
-    let request_id = context.request_id.as_str();
-    tracing::info!(request_id, method, path, status, latency_ms, "request");
-    crate::log::write_line(&metrics::emf_line(
-        &context.env_config.function_name,
-        route.metric_name(),
+}
+
+/// One JSON log line and one EMF metrics line per request, answered with
+/// `status`, and `error`'s message when it was refused.
+fn log_request(asked: &Asked, status: u16, error: Option<&ApiError>) {
+    let latency_ms = asked.started.elapsed().as_secs_f64() * 1000.0;
+    let message = error.map(ApiError::message);
+    tracing::info!(
+        method = asked.method,
+        path = asked.path,
         status,
         latency_ms,
-    ));
+        error = message.as_deref(),
+        "request"
+    );
+    crate::log::write_line(&metrics::emf_line(&metrics::Answered {
+        function: &asked.context.env_config.function_name,
+        route: asked.route.metric_name(),
+        status,
+        latency_ms,
+        at_bound: matches!(error, Some(ApiError::TooManyPlants { .. })),
+    }));
 }
 
 /// The path the route is matched on. Where API Gateway matched a route of

@@ -31,6 +31,7 @@ use lambda_http::http::Uri;
 
 use crate::config::{KeyConfig, KeyRefresh};
 use crate::https::{Connector, Https};
+use crate::trace::{Outcome, Span};
 
 /// Only asymmetric signatures: `none` and HMAC are never accepted.
 pub(crate) const ACCEPTED_ALGORITHMS: [Algorithm; 3] =
@@ -311,13 +312,19 @@ impl RemoteKeys {
         Ok(())
     }
 
+    /// One GET of the key set, traced as a call to the issuer: a subsegment
+    /// named for its host.
     async fn fetch(&self) -> Result<KeySet, FetchError> {
+        let mut span = Span::start(self.url.host().unwrap_or("jwks").to_owned());
+        span.remote("GET", &self.url.to_string());
+        let mut status = None;
         let exchange = async {
             let response = self
                 .client
                 .get(self.url.clone())
                 .await
                 .map_err(|error| FetchError(error.to_string()))?;
+            status = Some(response.status().as_u16());
             if !response.status().is_success() {
                 return Err(FetchError(format!("status {}", response.status())));
             }
@@ -330,9 +337,21 @@ impl RemoteKeys {
                 .map_err(|_| FetchError("the body is not UTF-8".into()))?;
             KeySet::from_jwks_json(text).map_err(|error| FetchError(error.to_string()))
         };
-        tokio::time::timeout(FETCH_TIMEOUT, exchange)
+        let fetched = tokio::time::timeout(FETCH_TIMEOUT, exchange)
             .await
-            .map_err(|_| FetchError(format!("no complete answer within {FETCH_TIMEOUT:?}")))?
+            .map_err(|_| FetchError(format!("no complete answer within {FETCH_TIMEOUT:?}")))
+            .flatten();
+        let outcome = match (&fetched, status) {
+            (Ok(_), _) => Outcome::Ok,
+            (Err(_), Some(status)) if status >= 400 => Outcome::of_status(status),
+            // No answer, or one that is not a key set.
+            (Err(_), _) => Outcome::Fault,
+        };
+        if let Some(status) = status {
+            span.http_status(status);
+        }
+        span.end(outcome);
+        fetched
     }
 }
 

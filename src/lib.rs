@@ -31,3 +31,4 @@ mod response;
 mod route;
 #[cfg(feature = "dynamodb")]
 pub mod store;
+pub mod trace;

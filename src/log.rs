@@ -50,7 +50,17 @@ where
     let json =
         env::var("AWS_LAMBDA_LOG_FORMAT").is_ok_and(|format| format.eq_ignore_ascii_case("json"));
     if json {
-        subscriber.json().finish().with(targets).init();
+        // The event's fields at the top level (`message`, `status`...), as
+        // Lambda's JSON lines have them, and its innermost span only: within
+        // an invocation, `invocation` with its request id and trace id
+        // (src/http.rs).
+        subscriber
+            .json()
+            .flatten_event(true)
+            .with_span_list(false)
+            .finish()
+            .with(targets)
+            .init();
     } else {
         subscriber.finish().with(targets).init();
     }

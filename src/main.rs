@@ -13,6 +13,7 @@ use plant_store::http::PlantApi;
 use plant_store::https::Https;
 use plant_store::jwks::KeySource;
 use plant_store::store::{PlantStore, client_config};
+use plant_store::trace::Tracer;
 
 #[tokio::main]
 async fn main() -> Result<(), Error> {
@@ -23,9 +24,15 @@ async fn main() -> Result<(), Error> {
     let keys = KeySource::from_config(&config.keys, &https)?;
     let client = aws_sdk_dynamodb::Client::from_conf(client_config(&https).await);
     let store = PlantStore::new(client, config.table, config.max_plants_per_owner);
+    let tracer = Tracer::new(config.xray_daemon.as_deref());
     // Both remote calls of a request, made ready while init has full CPU.
-    tokio::join!(keys.prefetch(), store.warm_up());
-    let api = Arc::new(PlantApi::new(Verifier::new(keys, &config.rules), store));
+    tracer
+        .init(async {
+            tokio::join!(keys.prefetch(), store.warm_up());
+        })
+        .await;
+    let api = PlantApi::new(Verifier::new(keys, &config.rules), store).traced_by(tracer);
+    let api = Arc::new(api);
     // Falls back to the one-at-a-time loop when the variable is unset or 1,
     // so the same binary serves both. The event stays JSON until
     // `PlantApi::invoke` reads it (src/event.rs), so that no event fails

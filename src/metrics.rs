@@ -1,9 +1,12 @@
 //! Request metrics as CloudWatch Embedded Metric Format: one JSON object per
 //! request on stdout, which CloudWatch Logs turns into metrics with no extra
 //! AWS call. Namespace `PlantStore`; dimensions `FunctionName` (the whole
-//! function, what the template's alarm watches), `Route` (from the route
-//! table, `other` for anything unknown) and `Route` + `StatusClass`; metrics
-//! `Requests`, `Latency`, `ClientErrors` and `ServerErrors`.
+//! function, what the template's alarms watch), `FunctionName` + `Route`
+//! (from the route table, `other` for anything unknown) and those two +
+//! `StatusClass`; metrics `Requests`, `Latency`, `ClientErrors`,
+//! `ServerErrors`, `Unavailable` (the 503s: the store or the issuer's keys
+//! out of reach) and `BoundRefusals` (the 409s of the bound on plants per
+//! owner). The dashboard in template.yaml charts them.
 
 use std::time::{SystemTime, UNIX_EPOCH};
 
@@ -11,33 +14,52 @@ use serde_json::json;
 
 const NAMESPACE: &str = "PlantStore";
 
-/// The EMF line for one request to the function named `function`.
-pub fn emf_line(function: &str, route: &str, status: u16, latency_ms: f64) -> String {
+/// One answered request, as the metrics count it.
+pub struct Answered<'a> {
+    pub function: &'a str,
+    pub route: &'a str,
+    pub status: u16,
+    pub latency_ms: f64,
+    /// Refused because the owner has the most plants allowed.
+    pub at_bound: bool,
+}
+
+/// The EMF line for one request.
+pub fn emf_line(answered: &Answered) -> String {
     let timestamp_ms = SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .map(|elapsed| elapsed.as_millis() as u64)
         .unwrap_or(0);
+    let status = answered.status;
     json!({
         "_aws": {
             "Timestamp": timestamp_ms,
             "CloudWatchMetrics": [{
                 "Namespace": NAMESPACE,
-                "Dimensions": [["FunctionName"], ["Route"], ["Route", "StatusClass"]],
+                "Dimensions": [
+                    ["FunctionName"],
+                    ["FunctionName", "Route"],
+                    ["FunctionName", "Route", "StatusClass"]
+                ],
                 "Metrics": [
                     {"Name": "Requests", "Unit": "Count"},
                     {"Name": "Latency", "Unit": "Milliseconds"},
                     {"Name": "ClientErrors", "Unit": "Count"},
-                    {"Name": "ServerErrors", "Unit": "Count"}
+                    {"Name": "ServerErrors", "Unit": "Count"},
+                    {"Name": "Unavailable", "Unit": "Count"},
+                    {"Name": "BoundRefusals", "Unit": "Count"}
                 ]
             }]
         },
-        "FunctionName": function,
-        "Route": route,
+        "FunctionName": answered.function,
+        "Route": answered.route,
         "StatusClass": format!("{}xx", status / 100),
         "Requests": 1,
-        "Latency": latency_ms,
+        "Latency": answered.latency_ms,
         "ClientErrors": u8::from((400..500).contains(&status)),
-        "ServerErrors": u8::from(status >= 500)
+        "ServerErrors": u8::from(status >= 500),
+        "Unavailable": u8::from(status == 503),
+        "BoundRefusals": u8::from(answered.at_bound)
     })
     .to_string()
 }
@@ -49,8 +71,14 @@ mod tests {
 
     #[test]
     fn an_emf_line_declares_its_metrics_and_carries_their_values() {
-        let line: Value =
-            serde_json::from_str(&emf_line("plants-fn", "POST /plants", 503, 12.5)).unwrap();
+        let answered = Answered {
+            function: "plants-fn",
+            route: "POST /plants",
+            status: 503,
+            latency_ms: 12.5,
+            at_bound: false,
+        };
+        let line: Value = serde_json::from_str(&emf_line(&answered)).unwrap();
         let directive = &line["_aws"]["CloudWatchMetrics"][0];
         assert_eq!(directive["Namespace"], "PlantStore");
         assert!(line["_aws"]["Timestamp"].as_u64().unwrap() > 1_700_000_000_000);
@@ -68,10 +96,14 @@ mod tests {
         }
         assert_eq!(line["FunctionName"], "plants-fn");
         assert_eq!(line["StatusClass"], "5xx");
-        assert_eq!(
-            (line["ClientErrors"].as_u64(), line["ServerErrors"].as_u64()),
-            (Some(0), Some(1))
-        );
+        let counts = [
+            "ClientErrors",
+            "ServerErrors",
+            "Unavailable",
+            "BoundRefusals",
+        ]
+        .map(|metric| line[metric].as_u64());
+        assert_eq!(counts, [Some(0), Some(1), Some(1), Some(0)]);
         assert_eq!(line["Latency"], 12.5);
     }
 }

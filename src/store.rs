@@ -44,6 +44,8 @@ use aws_sdk_dynamodb::types::{
 use crate::domain::{Limit, NewPlant, Owner, Plant, PlantId, PlantName, PlantTag};
 use crate::https::Https;
 
+mod xray;
+
 type Item = HashMap<String, AttributeValue>;
 
 /// One attribute of the table's primary key.
@@ -272,11 +274,20 @@ pub struct PlantStore {
 }
 
 impl PlantStore {
-    /// `max_plants_per_owner` 0 turns the bound off.
+    /// `max_plants_per_owner` 0 turns the bound off. Every call of the
+    /// store through `client` is traced (`store/xray.rs`).
     pub fn new(client: Client, table: impl Into<String>, max_plants_per_owner: u32) -> Self {
+        let table = table.into();
+        let traced = client
+            .config()
+            .to_builder()
+            .interceptor(xray::TraceCalls {
+                table: table.clone(),
+            })
+            .build();
         Self {
-            client,
-            table: table.into(),
+            client: Client::from_conf(traced),
+            table,
             bound: NonZeroU32::new(max_plants_per_owner),
         }
     }

@@ -7,8 +7,9 @@
 use std::io::Write;
 use std::sync::{Arc, Mutex};
 
+use lambda_http::Context;
 use plant_store_testkit::{ApiGatewayEvent, TestApp, bearer};
-use serde_json::Value;
+use serde_json::{Value, json};
 
 #[derive(Clone, Default)]
 struct CapturedLog(Arc<Mutex<Vec<u8>>>);
@@ -24,6 +25,17 @@ impl Write for CapturedLog {
     }
 }
 
+/// The invocation's context as the Runtime API gives it: its request id,
+/// and a trace header whose Root is the trace id.
+fn invocation(number: u32) -> Context {
+    let mut context = Context::default();
+    context.request_id = format!("request-{number}");
+    context.xray_trace_id = Some(format!(
+        "Root=1-6740e000-{number:024x};Parent={number:016x};Sampled=1"
+    ));
+    context
+}
+
 #[tokio::test]
 async fn each_request_logs_one_json_line_without_the_token() {
     // SAFETY: this binary's only test sets the variable before any thread reads it.
@@ -32,72 +44,122 @@ async fn each_request_logs_one_json_line_without_the_token() {
     let writer = log.clone();
     plant_store::log::init_subscriber(move || writer.clone());
 
-    let app = TestApp::new().await;
+    // One plant per owner: the second is refused for the bound.
+    let app = TestApp::with_max_plants_per_owner(1).await;
     let valid = bearer("alice");
     let forged = format!("{}x", &valid[..valid.len() - 1]);
-    assert_eq!(
-        app.post(&valid, r#"{"id": 1, "name": "Fern"}"#)
-            .await
-            .status,
-        200
-    );
-    assert_eq!(
-        app.post(&forged, r#"{"id": 2, "name": "Ivy"}"#)
-            .await
-            .status,
-        401
-    );
-    let request = ApiGatewayEvent::new("GET", "/plants?limit=5")
-        .header("authorization", &valid)
-        .build();
-    assert_eq!(app.send(request).await.status, 200);
+    let requests = [
+        (
+            ApiGatewayEvent::create_plant(&valid, r#"{"id": 1, "name": "Fern"}"#),
+            200,
+        ),
+        (
+            ApiGatewayEvent::create_plant(&valid, r#"{"id": 2, "name": "Ivy"}"#),
+            409,
+        ),
+        (
+            ApiGatewayEvent::create_plant(&forged, r#"{"id": 3, "name": "Aloe"}"#),
+            401,
+        ),
+        (ApiGatewayEvent::list_plants(&valid, "limit=5"), 200),
+    ];
+    for (number, (event, status)) in (1..).zip(requests) {
+        let response = app.invoke_in(&event.event(), invocation(number)).await;
+        assert_eq!(response.status, status, "{:?}", response.body);
+    }
 
     let text = String::from_utf8(log.0.lock().unwrap().clone()).unwrap();
     for token in [&valid["Bearer ".len()..], &forged["Bearer ".len()..]] {
         assert!(!text.contains(token), "a token reached the log:\n{text}");
     }
-    let request_lines: Vec<Value> = text
+    let lines: Vec<Value> = text
         .lines()
         .map(|line| serde_json::from_str::<Value>(line).expect("every log line is JSON"))
-        .filter(|line| line["fields"]["message"] == "request")
         .collect();
-    let summary: Vec<_> = request_lines
+    let summary: Vec<_> = lines
         .iter()
+        .filter(|line| line["message"] == "request")
         .map(|line| {
-            let fields = &line["fields"];
-            assert!(fields["request_id"].is_string(), "{line}");
+            assert_eq!(line["level"], "INFO", "{line}");
             assert!(
-                fields["latency_ms"].as_f64().is_some_and(|ms| ms >= 0.0),
+                line["latency_ms"].as_f64().is_some_and(|ms| ms >= 0.0),
                 "{line}"
             );
             (
-                fields["method"].clone(),
-                fields["path"].clone(),
-                fields["status"].clone(),
+                line["span"]["requestId"].clone(),
+                line["span"]["traceId"].clone(),
+                line["method"].clone(),
+                line["status"].clone(),
+                line.get("error").is_some(),
+            )
+        })
+        .collect();
+    let trace = |number: u32| json!(format!("1-6740e000-{number:024x}"));
+    assert_eq!(
+        summary,
+        vec![
+            (
+                "request-1".into(),
+                trace(1),
+                "POST".into(),
+                200.into(),
+                false
+            ),
+            (
+                "request-2".into(),
+                trace(2),
+                "POST".into(),
+                409.into(),
+                true
+            ),
+            (
+                "request-3".into(),
+                trace(3),
+                "POST".into(),
+                401.into(),
+                true
+            ),
+            (
+                "request-4".into(),
+                trace(4),
+                "GET".into(),
+                200.into(),
+                false
+            ),
+        ]
+    );
+    let refused = lines
+        .iter()
+        .find(|line| line["message"] == "request" && line["status"] == 409)
+        .unwrap();
+    assert!(
+        refused["error"]
+            .as_str()
+            .unwrap()
+            .contains("maximum of 1 plants"),
+        "the refusal's message: {refused}"
+    );
+    // The metrics reach the same writer: one EMF line per request, and
+    // only the bound's refusal counts as one.
+    let metrics: Vec<(Value, Value, Value)> = lines
+        .iter()
+        .filter(|line| line.get("_aws").is_some())
+        .map(|line| {
+            let route = line["Route"].clone();
+            (
+                route,
+                line["StatusClass"].clone(),
+                line["BoundRefusals"].clone(),
             )
         })
         .collect();
     assert_eq!(
-        summary,
-        vec![
-            ("POST".into(), "/plants".into(), 200.into()),
-            ("POST".into(), "/plants".into(), 401.into()),
-            ("GET".into(), "/plants".into(), 200.into()),
-        ]
-    );
-    // The metrics reach the same writer: one EMF line per request.
-    let metrics: Vec<(Value, Value)> = text
-        .lines()
-        .map(|line| serde_json::from_str::<Value>(line).unwrap())
-        .filter(|line| line.get("_aws").is_some())
-        .map(|line| (line["Route"].clone(), line["StatusClass"].clone()))
-        .collect();
-    assert_eq!(
         metrics,
         vec![
-            ("POST /plants".into(), "2xx".into()),
-            ("POST /plants".into(), "4xx".into()),
-            ("GET /plants".into(), "2xx".into()),
+            ("POST /plants".into(), "2xx".into(), 0.into()),
+            ("POST /plants".into(), "4xx".into(), 1.into()),
+            ("POST /plants".into(), "4xx".into(), 0.into()),
+            ("GET /plants".into(), "2xx".into(), 0.into()),
         ]
     );
 }

@@ -51,6 +51,8 @@ pub struct Call {
     pub request: serde_json::Value,
     /// The response's JSON body.
     pub response: serde_json::Value,
+    /// The request's `X-Amzn-Trace-Id`, if it had one.
+    pub trace_header: Option<String>,
 }
 
 struct Plan {
@@ -177,6 +179,11 @@ async fn forward(
         .and_then(|target| target.rsplit('.').next())
         .unwrap_or_default()
         .to_owned();
+    let trace_header = parts
+        .headers
+        .get("x-amzn-trace-id")
+        .and_then(|header| header.to_str().ok())
+        .map(str::to_owned);
     let sent = body_bytes(body).await;
     let request_json = serde_json::from_slice(&sent).unwrap_or_default();
     let request = Request::from_parts(parts, Full::new(sent));
@@ -192,6 +199,7 @@ async fn forward(
         operation,
         request: request_json,
         response: serde_json::from_slice(&body).unwrap_or_default(),
+        trace_header,
     });
     Reply::Respond(hyper::Response::from_parts(parts, Full::new(body).boxed()))
 }

@@ -170,12 +170,22 @@ impl LambdaProcess {
         );
     }
 
-    /// Hands `event` to the function and waits for its answer. An invocation
-    /// error (the function failing instead of answering) panics.
+    /// Hands `event` to the function, with a trace header of its own that
+    /// asks for it to be traced (`Sampled=1`), and waits for its answer. An
+    /// invocation error (the function failing instead of answering) panics.
     pub async fn invoke(&self, event: &str) -> Invoked {
+        self.invoke_sampled(event, true).await
+    }
+
+    /// [`Self::invoke`], with X-Ray's sampling decision `sampled`.
+    pub async fn invoke_sampled(&self, event: &str, sampled: bool) -> Invoked {
         let number = self.next_id.fetch_add(1, Ordering::SeqCst);
         let request_id = format!("00000000-0000-4000-8000-{number:012}");
-        let trace_id = format!("Root=1-6740e000-{number:024x};Parent={number:016x};Sampled=0");
+        let trace_id = format!(
+            "Root=1-6740e000-{number:024x};Parent={:016x};Sampled={}",
+            number + 0xa000,
+            u8::from(sampled)
+        );
         let (answered, answer) = oneshot::channel();
         self.state.waiting.lock().unwrap().insert(
             request_id.clone(),
@@ -193,7 +203,12 @@ impl LambdaProcess {
             .unwrap();
         let (duration, answer) = tokio::time::timeout(ANSWER_TIMEOUT, answer)
             .await
-            .unwrap_or_else(|_| panic!("no answer to {request_id} within {ANSWER_TIMEOUT:?}"))
+            .unwrap_or_else(|_| {
+                panic!(
+                    "no answer to {request_id} within {ANSWER_TIMEOUT:?}; the function's output:\n{}",
+                    self.output().join("\n")
+                )
+            })
             .unwrap();
         match answer {
             Answer::Response(response) => Invoked {

@@ -28,7 +28,7 @@ pub use dynamodb::{
 };
 pub use event::{ApiGatewayEvent, request};
 pub use keys::{TestKeys, bearer, keys, token, token_rules, verifier};
-pub use plant_store_stand_in::{fault_proxy, http_server, runtime_api};
+pub use plant_store_stand_in::{fault_proxy, http_server, runtime_api, xray_daemon};
 pub use response::{TestResponse, assert_accepted, assert_refused};
 
 pub const ISSUER: &str = "https://issuer.plant-store.test";

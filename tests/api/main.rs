@@ -18,6 +18,7 @@ mod remote_keys;
 mod sam_local;
 mod scopes;
 mod trust;
+mod xray;
 
 /// The command that runs the function's `bootstrap`: `PLANT_STORE_BOOTSTRAP`
 /// (split at spaces; scripts/test sets it to the arm64 artifact under
