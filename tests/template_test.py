@@ -186,13 +186,31 @@ def log_problems(template):
     return problems
 
 
+def composed_alarms(composite):
+    """The alarms a composite alarm's rule names, and the rule's operators."""
+    rule = composite["Properties"]["AlarmRule"]
+    rule = rule.get("Fn::Sub", "") if isinstance(rule, dict) else rule
+    return re.findall(r'ALARM\("\$\{(\w+)\}"\)', rule), re.findall(r"\b(AND|OR|NOT)\b", rule)
+
+
 def alarm_problems(template):
     problems = []
     alarms = resources(template, "AWS::CloudWatch::Alarm")
+    composites = resources(template, "AWS::CloudWatch::CompositeAlarm")
     watched = set()
+    # An alarm a composite alarm combines notifies through the composite.
+    notifying = {
+        name
+        for composite in composites.values()
+        if {"Ref": TOPIC} in composite["Properties"].get("AlarmActions", [])
+        for name in composed_alarms(composite)[0]
+    }
+    for name, composite in composites.items():
+        if {"Ref": TOPIC} not in composite["Properties"].get("AlarmActions", []):
+            problems.append(f"alarm {name} notifies nobody (no AlarmActions to {TOPIC})")
     for name, alarm in alarms.items():
         properties = alarm["Properties"]
-        if {"Ref": TOPIC} not in properties.get("AlarmActions", []):
+        if {"Ref": TOPIC} not in properties.get("AlarmActions", []) and name not in notifying:
             problems.append(f"alarm {name} notifies nobody (no AlarmActions to {TOPIC})")
         metrics = [properties] + [
             m["MetricStat"]["Metric"] for m in properties.get("Metrics", []) if "MetricStat" in m
@@ -299,9 +317,22 @@ def parameter_default(template, value):
     return float(value)
 
 
-# The metrics an alarm may divide: failures, and all requests.
+# The metrics an alarm may divide: failures, and all requests. A latency
+# SLO's failures are the requests over its threshold (a trimmed count), of
+# all the latencies measured (their sample count).
 FAILURES = {"ServerErrors", "Errors", "5xx"}
 REQUESTS = {"Requests", "Invocations", "Count"}
+
+
+def counted(metric_stat):
+    """Whether a metric of an alarm counts failures or requests (or neither)."""
+    name, stat = metric_stat["Metric"]["MetricName"], metric_stat["Stat"]
+    stat = stat.get("Fn::Sub", "") if isinstance(stat, dict) else stat
+    if name in FAILURES or (name == "Latency" and stat.startswith("TC(")):
+        return "failures"
+    if name in REQUESTS or (name == "Latency" and stat == "SampleCount"):
+        return "requests"
+    return None
 
 
 def alarm_value(template, properties, failures, requests):
@@ -314,8 +345,9 @@ def alarm_value(template, properties, failures, requests):
     expression = None
     for metric in properties.get("Metrics", []):
         if "MetricStat" in metric:
-            name = metric["MetricStat"]["Metric"]["MetricName"]
-            values[metric["Id"]] = failures if name in FAILURES else requests if name in REQUESTS else None
+            values[metric["Id"]] = {"failures": failures, "requests": requests}.get(
+                counted(metric["MetricStat"])
+            )
         elif metric.get("ReturnData", True):
             expression = metric["Expression"]
     if isinstance(expression, dict) and "Fn::Sub" in expression:
@@ -361,6 +393,118 @@ def rollback_alarm_problems(template):
     return problems
 
 
+# Each SLO: its objective's parameter, and the metric whose failures burn it.
+SLOS = {
+    "availability": ("AvailabilityObjectivePercent", "5xx"),
+    "latency": ("LatencyObjectivePercent", "Latency"),
+}
+
+
+def slo_problems(template):
+    """Each SLO pages through a composite alarm that needs both a slow and
+    a fast window burning its budget: a burst, or a slow leak alone, does
+    not page; failing everything does; the objective is its parameter."""
+    problems = []
+    composites = resources(template, "AWS::CloudWatch::CompositeAlarm")
+    for slo, (objective, metric) in SLOS.items():
+        found = False
+        for name, composite in composites.items():
+            windows, operators = composed_alarms(composite)
+            burns = [template["Resources"].get(window, {}).get("Properties", {}) for window in windows]
+            metrics = [
+                m["MetricStat"]["Metric"]["MetricName"]
+                for burn in burns
+                for m in burn.get("Metrics", [])
+                if "MetricStat" in m
+            ]
+            if metric not in metrics:
+                continue
+            found = True
+            periods = {
+                m["MetricStat"]["Period"]
+                for burn in burns
+                for m in burn.get("Metrics", [])
+                if "MetricStat" in m
+            }
+            if len(windows) < 2 or set(operators) != {"AND"}:
+                problems.append(f"SLO {slo}: {name} does not need every window to burn")
+            if not (min(periods, default=0) <= 900 and max(periods, default=0) >= 3600):
+                problems.append(f"SLO {slo}: {name} lacks a fast (<= 15 min) and a slow (>= 1 h) window")
+            for window, burn in zip(windows, burns):
+                if not burn:
+                    problems.append(f"SLO {slo}: {name} names {window}, which is not in the template")
+                    continue
+                expression = json.dumps(burn.get("Metrics", []))
+                if "${" + objective + "}" not in expression:
+                    problems.append(f"SLO {slo}: {window}'s objective is not {objective}")
+                if trips(template, burn, 1, 1000) or trips(template, burn, 5, 5):
+                    problems.append(f"SLO {slo}: {window} burns on a lone failure")
+                if not trips(template, burn, 1000, 1000):
+                    problems.append(f"SLO {slo}: {window} does not burn when everything fails")
+        if not found:
+            problems.append(f"no SLO alarm for {slo} (a composite alarm over the {metric} burn)")
+    return problems
+
+
+# What the dashboard must show, each as text its widgets must hold.
+DASHBOARD = {
+    "requests by route": "MetricName=\\\"Requests\\\"",
+    "p50 latency by route": "\"Latency\\\"', 'p50'",
+    "p99 latency by route": "\"Latency\\\"', 'p99'",
+    "4xx by route": "MetricName=\\\"ClientErrors\\\"",
+    "5xx by route": "MetricName=\\\"ServerErrors\\\"",
+    "cold starts and init duration": "initDurationMs",
+    "DynamoDB latency": "SuccessfulRequestLatency",
+    "DynamoDB throttles": "WriteThrottleEvents",
+    "DynamoDB consumed capacity": "ConsumedWriteCapacityUnits",
+    "503s": '"Unavailable"',
+    "the bound's 409s": '"BoundRefusals"',
+    "the availability SLO": "${AvailabilitySloAlarm.Arn}",
+    "the latency SLO": "${LatencySloAlarm.Arn}",
+}
+# What each saved query must hold.
+QUERIES = {
+    "p50/p90/p99 of cold and of warm invocations": [
+        "platform.report", "initDurationMs", "durationMs, 50)", "durationMs, 90)",
+        "durationMs, 99)", "by coldStart",
+    ],
+    "the slowest requests with their trace ids": ["sort latency_ms desc", "span.traceId"],
+    "the errors by message": ["status >= 400", "error", "by status"],
+}
+
+
+def operations_problems(template):
+    """The dashboard and the saved queries an operator starts from; every
+    metric the function emits is on the dashboard."""
+    problems = []
+    dashboards = resources(template, "AWS::CloudWatch::Dashboard")
+    body = " ".join(
+        json.dumps(d["Properties"]["DashboardBody"]) for d in dashboards.values()
+    )
+    for shown, text in DASHBOARD.items():
+        if json.dumps(text)[1:-1] not in body:
+            problems.append(f"the dashboard does not show {shown}")
+    emitted = re.findall(r'\{"Name": "(\w+)"', (ROOT / "src/metrics.rs").read_text())
+    for metric in emitted:
+        if metric not in body:
+            problems.append(f"the dashboard does not chart the function's metric {metric}")
+    for dashboard in dashboards.values():
+        text = dashboard["Properties"]["DashboardBody"]["Fn::Sub"]
+        try:
+            json.loads(re.sub(r"\$\{[\w.:]+\}", "x", text))
+        except json.JSONDecodeError as error:
+            problems.append(f"the dashboard body is not JSON: {error}")
+    queries = resources(template, "AWS::Logs::QueryDefinition")
+    for wanted, texts in QUERIES.items():
+        if not any(
+            all(text in query["Properties"]["QueryString"] for text in texts)
+            and query["Properties"].get("LogGroupNames") == [{"Ref": "PlantsFunctionLogGroup"}]
+            for query in queries.values()
+        ):
+            problems.append(f"no saved query of the function's log for {wanted}")
+    return problems
+
+
 def deployment_problems(template):
     properties = template["Resources"][FUNCTION]["Properties"]
     problems = []
@@ -393,6 +537,8 @@ CHECKS = [
     local_endpoint_problems,
     deployment_problems,
     rollback_alarm_problems,
+    slo_problems,
+    operations_problems,
     scanner_problems,
 ]
 
@@ -452,7 +598,37 @@ MUTATIONS = {
     "the table throttle alarm's action": lambda t: alarm(t, "TableThrottlesAlarm").update(
         AlarmActions=[]
     ),
-    "the p99 latency alarm": lambda t: t["Resources"].pop("ApiLatencyAlarm"),
+    "the availability SLO": lambda t: t["Resources"].pop("AvailabilitySloAlarm"),
+    "the latency SLO's fast window": lambda t: t["Resources"].pop("LatencyBurnFastAlarm"),
+    "the availability SLO's slow window from its rule": lambda t: alarm(
+        t, "AvailabilitySloAlarm"
+    ).update(AlarmRule={"Fn::Sub": 'ALARM("${AvailabilityBurnFastAlarm}")'}),
+    "either window paging alone": lambda t: alarm(t, "LatencySloAlarm").update(
+        AlarmRule={"Fn::Sub": 'ALARM("${LatencyBurnSlowAlarm}") OR ALARM("${LatencyBurnFastAlarm}")'}
+    ),
+    "an objective written in, not the parameter": lambda t: alarm(
+        t, "AvailabilityBurnFastAlarm"
+    )["Metrics"][2].update(
+        Expression={"Fn::Sub": "IF(requests >= ${SloMinimumRequests}, (errors / requests) / 0.001, 0)"}
+    ),
+    "a burn rate without a minimum of requests": lambda t: alarm(t, "LatencyBurnSlowAlarm")[
+        "Metrics"
+    ][2].update(Expression={"Fn::Sub": "(slow / requests) / (1 - ${LatencyObjectivePercent} / 100)"}),
+    "the SLO's action": lambda t: alarm(t, "LatencySloAlarm").pop("AlarmActions"),
+    "the dashboard": lambda t: t["Resources"].pop("Dashboard"),
+    "the dashboard's cold starts": lambda t: t["Resources"]["Dashboard"]["Properties"][
+        "DashboardBody"
+    ].update({"Fn::Sub": t["Resources"]["Dashboard"]["Properties"]["DashboardBody"]["Fn::Sub"]
+             .replace("initDurationMs", "durationMs")}),
+    "the dashboard's bound refusals": lambda t: t["Resources"]["Dashboard"]["Properties"][
+        "DashboardBody"
+    ].update({"Fn::Sub": t["Resources"]["Dashboard"]["Properties"]["DashboardBody"]["Fn::Sub"]
+             .replace('"BoundRefusals"', '"Requests"')}),
+    "the slowest-requests query": lambda t: t["Resources"].pop("SlowestRequestsQuery"),
+    "the errors query": lambda t: t["Resources"].pop("ErrorsByMessageQuery"),
+    "the cold and warm query's p90": lambda t: t["Resources"]["ColdAndWarmLatencyQuery"][
+        "Properties"
+    ].update(QueryString="filter type = \"platform.report\" | stats pct(record.metrics.durationMs, 50) by coldStart"),
     "the Lambda throttles alarm": lambda t: t["Resources"].pop("FunctionThrottlesAlarm"),
     "the alarm topic": lambda t: t["Resources"].pop(TOPIC),
     "deletion protection": lambda t: t["Resources"][TABLE]["Properties"].pop(
