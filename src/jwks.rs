@@ -315,7 +315,9 @@ impl RemoteKeys {
     /// One GET of the key set, traced as a call to the issuer: a subsegment
     /// named for its host.
     async fn fetch(&self) -> Result<KeySet, FetchError> {
-        let mut span = Span::start(self.url.host().unwrap_or("jwks").to_owned());
+        // X-Ray names hold no brackets: an IPv6 host without them.
+        let host = self.url.host().unwrap_or("jwks").trim_matches(['[', ']']);
+        let mut span = Span::start(host.to_owned());
         span.remote("GET", &self.url.to_string());
         let mut status = None;
         let exchange = async {

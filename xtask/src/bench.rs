@@ -12,7 +12,8 @@
 //!   the per-owner bound (`function`, `cognito`) and without (`unbounded`).
 //!   Every DynamoDB call passes a recording proxy (the tests' fault proxy,
 //!   passing through), and each request is priced as DynamoDB bills it
-//!   (on demand: write and read units). Then the arm64 `bootstrap` that
+//!   (on demand: write and read units). Every invocation is sampled for
+//!   X-Ray, with the daemon's address set to the tests' stand-in daemon. Then the arm64 `bootstrap` that
 //!   `sam build` makes, and its zip.
 //! - burst: one owner making BENCH_BURST creates (256), 16 in flight in one
 //!   process, against 16 owners making as many in all: refusals,
@@ -41,6 +42,7 @@ use std::time::{Duration, Instant};
 
 use plant_store_stand_in::fault_proxy::{Call, Fault, FaultProxy};
 use plant_store_stand_in::runtime_api::LambdaProcess;
+use plant_store_stand_in::xray_daemon::XRayDaemon;
 use serde_json::{Value, json};
 use xtask::process::{free_port, run};
 use xtask::{Result, log, root, setting, tools_dir};
@@ -130,6 +132,9 @@ struct Setup {
     results_dir: PathBuf,
     /// Every DynamoDB call of every function passes it.
     recorder: FaultProxy,
+    /// Where every function sends its X-Ray documents (every invocation is
+    /// sampled: tracing's whole cost is in the figures).
+    xray: XRayDaemon,
     /// The keys that sign the burst's tokens, and how DynamoDB Local is
     /// reached (for the recount after the burst).
     keys: PathBuf,
@@ -211,8 +216,11 @@ pub fn bench(smoke: bool) -> Result {
     start_tls_terminator(key_tls_port, key_server_port, &work.join("tls"))?;
     let local_ca = work.join("tls/ca.pem");
 
-    // DynamoDB over TLS, as AWS's endpoint is reached.
+    let xray = runtime.block_on(XRayDaemon::start());
+    // DynamoDB over TLS, as AWS's endpoint is reached; the X-Ray daemon's
+    // address, as Lambda sets it.
     let base_env: Vec<(String, String)> = [
+        ("AWS_XRAY_DAEMON_ADDRESS", xray.address.clone()),
         (
             "AWS_ENDPOINT_URL_DYNAMODB",
             format!("https://127.0.0.1:{tls_port}"),
@@ -320,6 +328,7 @@ pub fn bench(smoke: bool) -> Result {
         post_template: serde_json::from_str(&event("create-plant.json")?)?,
         results_dir: results_dir.clone(),
         recorder,
+        xray,
         keys,
         stack,
     };
@@ -579,6 +588,8 @@ async fn cold_start(
         "rounds": settings.rounds,
         "warm_requests": per_round * settings.rounds,
         "functions": functions,
+        // Checked against X-Ray's schema as they arrive.
+        "xray_documents": setup.xray.documents().len(),
     });
     figures.as_object_mut().unwrap().extend(extra);
     write_results(
@@ -740,6 +751,10 @@ fn render_cold(figures: &Value) -> String {
             ));
         }
     }
+    lines.push(format!(
+        "{:<62}{:>8}",
+        "X-Ray documents received, all well-formed", figures["xray_documents"]
+    ));
     if let Some(bytes) = figures["arm64_bootstrap_bytes"].as_f64() {
         lines.push(target(
             "arm64 bootstrap from sam build",
