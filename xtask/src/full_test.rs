@@ -25,11 +25,9 @@ pub fn full_test() -> Result {
     std::fs::create_dir_all(tools_dir())?;
     // The fuzz targets build at the lowest priority for the whole run: in
     // what the steps below leave idle (single-threaded linters, waits on
-    // containers and on the emulator).
-    let fuzz_build = crate::fuzz::start_build(
-        &std::env::var("FUZZ_BUILD").unwrap_or_else(|_| "dev".into()),
-        crate::fuzz::Priority::Idle,
-    )?;
+    // containers and on the emulator). Unoptimised, whatever FUZZ_BUILD
+    // says (that is `cargo xtask fuzz`'s): a smoke run needs no more.
+    let fuzz_build = crate::fuzz::start_build("dev", crate::fuzz::Priority::Idle)?;
     let cargo_test_log = tools_dir().join("cargo-test.log");
     {
         let _scope = Scope::new();
@@ -90,13 +88,7 @@ pub fn full_test() -> Result {
         )?;
 
         log!("the acceptance suite's Cognito mode against moto's Cognito server");
-        run_required_tests(
-            &mut stack.command("cargo"),
-            &[
-                "acceptance::the_cognito_mode_creates_signs_in_and_deletes_its_users_on_any_password_policy",
-            ],
-            "moto-test",
-        )?;
+        run_required_tests(&mut stack.command("cargo"), MOTO_TESTS, "moto-test")?;
 
         log!(
             "the deployment artifact: sam build's arm64 bootstrap, every event through it under qemu-user"
@@ -108,7 +100,7 @@ pub fn full_test() -> Result {
             stack
                 .command("cargo")
                 .env("PLANT_STORE_BOOTSTRAP", bootstrap.join(" ")),
-            &["events::every_sample_event_gets_its_expected_response_from_the_bootstrap"],
+            ARTIFACT_TESTS,
             "artifact-test",
         )?;
 
@@ -121,13 +113,8 @@ pub fn full_test() -> Result {
                 .command("cargo")
                 .envs(sam.env())
                 .env("PLANT_STORE_SAM_LOCAL_OPTIONS", sam.options.join(" "))
-                .env("PLANT_STORE_SAM_LOCAL_DYNAMODB", &sam.dynamodb_url)
-                .env("PLANT_STORE_SAM_LOCAL_REQUIRED", "1"),
-            &[
-                "events::every_http_api_event_gets_its_expected_response_through_sam_local_invoke",
-                "sam_local::the_contract_holds_through_sam_local_start_api",
-                "sam_local::cors_admits_the_configured_origins_only",
-            ],
+                .env("PLANT_STORE_SAM_LOCAL_DYNAMODB", &sam.dynamodb_url),
+            SAM_LOCAL_TESTS,
             "sam-local-test",
         )?;
     }
@@ -145,23 +132,59 @@ pub fn full_test() -> Result {
     log!("fuzzing smoke run (30 s per target, unoptimised build)");
     crate::fuzz::fuzz_targets(fuzz_build, setting("FUZZ_SECONDS", 30)?)?;
 
-    // One closing line with the totals of every cargo test binary.
-    let (mut passed, mut failed) = (0, 0);
-    for line in std::fs::read_to_string(&cargo_test_log)?.lines() {
+    println!("{}", summary(&std::fs::read_to_string(&cargo_test_log)?)?);
+    Ok(())
+}
+
+/// The tests that plain `cargo test` ignores, each run by name above with
+/// what it needs: moto's Cognito server; the arm64 artifact under qemu-user
+/// (not ignored: here on another binary); `sam local` in a container.
+const MOTO_TESTS: &[&str] =
+    &["acceptance::the_cognito_mode_creates_signs_in_and_deletes_its_users_on_any_password_policy"];
+const ARTIFACT_TESTS: &[&str] =
+    &["events::every_sample_event_gets_its_expected_response_from_the_bootstrap"];
+const SAM_LOCAL_TESTS: &[&str] = &[
+    "events::every_http_api_event_gets_its_expected_response_through_sam_local_invoke",
+    "sam_local::the_contract_holds_through_sam_local_start_api",
+    "sam_local::cors_admits_the_configured_origins_only",
+];
+
+/// The run's closing line: what `cargo test` ran, what it ignored, and
+/// what ran by name after it. An error if a test it ignored was not run by
+/// name: in the full run, nothing is left out.
+fn summary(cargo_test_log: &str) -> Result<String> {
+    let (mut passed, mut ignored) = (0, Vec::new());
+    for line in cargo_test_log.lines() {
         if let Some(result) = line.strip_prefix("test result: ") {
-            let count = |word: &str| {
-                result
-                    .split(';')
-                    .find_map(|part| part.trim().strip_suffix(word))
-                    .and_then(|count| count.trim().rsplit(' ').next()?.parse::<usize>().ok())
-                    .unwrap_or(0)
-            };
-            passed += count(" passed");
-            failed += count(" failed");
+            passed += result
+                .split(';')
+                .find_map(|part| part.trim().strip_suffix(" passed"))
+                .and_then(|count| count.trim().rsplit(' ').next()?.parse::<usize>().ok())
+                .unwrap_or(0);
+        }
+        if let Some(name) = line
+            .strip_prefix("test ")
+            .and_then(|rest| rest.strip_suffix(" ... ignored"))
+            .or_else(|| {
+                let (name, _reason) = line.strip_prefix("test ")?.split_once(" ... ignored, ")?;
+                Some(name)
+            })
+        {
+            ignored.push(name.to_owned());
         }
     }
-    println!("cargo test: {passed} passed, {failed} failed");
-    Ok(())
+    let by_name: Vec<&str> = [MOTO_TESTS, ARTIFACT_TESTS, SAM_LOCAL_TESTS].concat();
+    if let Some(left_out) = ignored
+        .iter()
+        .find(|name| !by_name.contains(&name.as_str()))
+    {
+        return Err(format!("{left_out} is ignored by cargo test and run by no step here").into());
+    }
+    Ok(format!(
+        "cargo test: {passed} passed, {} ignored; run by name after it: {} passed",
+        ignored.len(),
+        by_name.len()
+    ))
 }
 
 /// The tools installed on first use, three at once: two of them are pip
@@ -210,4 +233,33 @@ fn run_required_tests(cargo: &mut Command, tests: &[&str], log_name: &str) -> Re
         return Err(format!("expected \"{wanted}\" in {}", log_file.display()).into());
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_summary_counts_what_ran_and_refuses_a_test_left_out() {
+        let log = format!(
+            "test auth::forged ... ok\ntest {} ... ignored, needs moto\n\
+             test result: ok. 7 passed; 0 failed; 1 ignored; 0 measured\n\
+             test result: ok. 3 passed; 0 failed; 0 ignored; 0 measured\n",
+            MOTO_TESTS[0]
+        );
+        assert_eq!(
+            summary(&log).unwrap(),
+            format!(
+                "cargo test: 10 passed, 1 ignored; run by name after it: {} passed",
+                MOTO_TESTS.len() + ARTIFACT_TESTS.len() + SAM_LOCAL_TESTS.len()
+            )
+        );
+        let left_out = "test quota::slow ... ignored\n";
+        assert!(
+            summary(left_out)
+                .unwrap_err()
+                .to_string()
+                .contains("quota::slow")
+        );
+    }
 }

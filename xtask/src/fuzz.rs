@@ -6,9 +6,10 @@
 //! end with no crash and no panic; prints executions per target. Targets
 //! run side by side, one per core.
 //!
-//! FUZZ_BUILD is `release` (the default, for long runs) or `dev`: the full
-//! test run uses `dev`, whose unoptimised targets build in about half the
-//! time and run 10 to 20 times fewer inputs, which is what a smoke run needs.
+//! FUZZ_BUILD (read by `cargo xtask fuzz` alone) is `release` (the
+//! default, for long runs) or `dev`; the full test run always builds `dev`,
+//! whose unoptimised targets build in about half the time and run 10 to 20
+//! times fewer inputs, which is what a smoke run needs.
 //! cargo fuzz needs nightly-only compiler flags: RUSTC_BOOTSTRAP=1 lets the
 //! machine's stable toolchain accept them. cargo-fuzz is installed into
 //! .tools/cargo.
