@@ -109,33 +109,17 @@ pub fn succeeds(command: &mut Command) -> bool {
 type Cleanup = Box<dyn FnOnce() + Send>;
 
 /// What runs when the task ends, last registered first.
-static CLEANUPS: Mutex<Vec<(u64, Cleanup)>> = Mutex::new(Vec::new());
-static NEXT_CLEANUP: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+static CLEANUPS: Mutex<Vec<Cleanup>> = Mutex::new(Vec::new());
 
-/// Registers `cleanup` to run when the task ends (or earlier, through the
-/// returned id and [`clean_up_now`]).
-pub fn on_exit(cleanup: impl FnOnce() + Send + 'static) -> u64 {
-    let id = NEXT_CLEANUP.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
-    CLEANUPS.lock().unwrap().push((id, Box::new(cleanup)));
-    id
-}
-
-/// Runs one registered clean-up now (and not again later).
-pub fn clean_up_now(id: u64) {
-    let cleanup = {
-        let mut cleanups = CLEANUPS.lock().unwrap();
-        let index = cleanups.iter().position(|(entry, _)| *entry == id);
-        index.map(|index| cleanups.remove(index).1)
-    };
-    if let Some(cleanup) = cleanup {
-        cleanup();
-    }
+/// Registers `cleanup` to run when the task (or the [`Scope`] open now) ends.
+pub fn on_exit(cleanup: impl FnOnce() + Send + 'static) {
+    CLEANUPS.lock().unwrap().push(Box::new(cleanup));
 }
 
 /// Runs every registered clean-up, last registered first.
 fn clean_up_all() {
     loop {
-        let Some((_, cleanup)) = CLEANUPS.lock().unwrap().pop() else {
+        let Some(cleanup) = CLEANUPS.lock().unwrap().pop() else {
             return;
         };
         cleanup();
@@ -167,7 +151,7 @@ impl Drop for Scope {
                 if cleanups.len() <= self.0 {
                     return;
                 }
-                cleanups.pop().unwrap().1
+                cleanups.pop().unwrap()
             };
             cleanup();
         }
@@ -203,12 +187,11 @@ pub fn stop_on_signals() {
 }
 
 /// A process this task started, in its own process group, stopped when the
-/// task ends unless it was stopped before.
+/// task (or the [`Scope`] it was started in) ends.
 #[derive(Clone)]
 pub struct Started {
     pub name: String,
     child: Arc<Mutex<Child>>,
-    cleanup: u64,
 }
 
 /// How a started process is stopped: this signal to its process group, then
@@ -246,30 +229,20 @@ pub fn start(name: &str, command: &mut Command, stop: Stop) -> Result<Started> {
         .spawn()
         .map_err(|error| format!("cannot start {name} ({}): {error}", describe(command)))?;
     let child = Arc::new(Mutex::new(child));
-    let cleanup = on_exit({
+    on_exit({
         let child = child.clone();
         move || stop_group(&mut child.lock().unwrap(), stop)
     });
     Ok(Started {
         name: name.to_owned(),
         child,
-        cleanup,
     })
 }
 
 impl Started {
-    pub fn pid(&self) -> u32 {
-        self.child.lock().unwrap().id()
-    }
-
     /// Whether it still runs (it is reaped if it ended).
     pub fn is_running(&self) -> bool {
         matches!(self.child.lock().unwrap().try_wait(), Ok(None))
-    }
-
-    /// Stops it now.
-    pub fn stop(&self) {
-        clean_up_now(self.cleanup);
     }
 
     /// Waits until it ends; an error, with the end of `log` (where its
