@@ -59,8 +59,8 @@ pub struct Report {
 pub async fn run(base_url: &str, token_a: &str, token_b: &str) -> Report {
     let mut suite = Suite {
         api: Api::new(base_url),
-        a: Owner::new(token_a),
-        b: Owner::new(token_b),
+        a: Caller::new(token_a),
+        b: Caller::new(token_b),
         run: run_id(),
         passed: Vec::new(),
     };
@@ -97,13 +97,14 @@ fn run_id() -> i64 {
     i64::try_from(millis).expect("milliseconds fit in i64") * 1000
 }
 
-struct Owner {
+/// A caller of the API under test: its `Authorization` and who it is.
+struct Caller {
     authorization: String,
     /// The token's `sub`, read without verification: the API verifies.
     sub: String,
 }
 
-impl Owner {
+impl Caller {
     fn new(token: &str) -> Self {
         let sub = token
             .split('.')
@@ -121,8 +122,8 @@ impl Owner {
 
 struct Suite {
     api: Api,
-    a: Owner,
-    b: Owner,
+    a: Caller,
+    b: Caller,
     run: i64,
     passed: Vec<&'static str>,
 }
@@ -356,7 +357,7 @@ impl Api {
         }
     }
 
-    async fn post(&self, authorization: &str, plant: &Value) -> Answer {
+    async fn post(&self, authorization: &str, plant: &Value) -> Exchange {
         let headers = [
             ("authorization", authorization),
             ("content-type", "application/json"),
@@ -365,7 +366,7 @@ impl Api {
             .await
     }
 
-    async fn get(&self, authorization: &str, path: &str) -> Answer {
+    async fn get(&self, authorization: &str, path: &str) -> Exchange {
         self.send(Method::GET, path, &[("authorization", authorization)], None)
             .await
     }
@@ -376,7 +377,7 @@ impl Api {
         path: &str,
         headers: &[(&str, &str)],
         body: Option<String>,
-    ) -> Answer {
+    ) -> Exchange {
         let request_line = format!("{method} {path}");
         let mut request = Request::builder()
             .method(method)
@@ -401,7 +402,7 @@ impl Api {
             }
             Err(error) => Err(format!("the request failed: {error}")),
         };
-        Answer {
+        Exchange {
             request_line,
             result,
         }
@@ -409,12 +410,12 @@ impl Api {
 }
 
 /// One response, or why there was none.
-struct Answer {
+struct Exchange {
     request_line: String,
     result: Result<(StatusCode, HeaderMap, String), String>,
 }
 
-impl Answer {
+impl Exchange {
     fn failure(&self, rule: &'static str, problem: &str) -> Failure {
         let answered = match &self.result {
             Ok((status, headers, body)) => {

@@ -38,14 +38,15 @@ struct Pending {
     event: String,
 }
 
-enum Answer {
+/// What the function returned for an invocation.
+enum Returned {
     Response(Value),
     Error(String),
 }
 
 /// An invocation handed out (or about to be), waiting for its answer.
 struct Waiting {
-    answered: oneshot::Sender<(Duration, Answer)>,
+    answered: oneshot::Sender<(Duration, Returned)>,
     handed_out: Option<Instant>,
 }
 
@@ -211,13 +212,13 @@ impl LambdaProcess {
             })
             .unwrap();
         match answer {
-            Answer::Response(response) => Invoked {
+            Returned::Response(response) => Invoked {
                 request_id,
                 trace_id,
                 response,
                 duration,
             },
-            Answer::Error(error) => panic!("invocation {request_id} failed: {error}"),
+            Returned::Error(error) => panic!("invocation {request_id} failed: {error}"),
         }
     }
 
@@ -284,14 +285,14 @@ async fn route(state: Arc<State>, request: Request<Incoming>) -> Reply {
             let body = body_bytes(request.into_body()).await;
             let answer = if *outcome == "response" {
                 match serde_json::from_slice(&body) {
-                    Ok(response) => Answer::Response(response),
-                    Err(_) => Answer::Error(format!(
+                    Ok(response) => Returned::Response(response),
+                    Err(_) => Returned::Error(format!(
                         "a response that is not JSON: {}",
                         String::from_utf8_lossy(&body)
                     )),
                 }
             } else {
-                Answer::Error(String::from_utf8_lossy(&body).into_owned())
+                Returned::Error(String::from_utf8_lossy(&body).into_owned())
             };
             match state.waiting.lock().unwrap().remove(*request_id) {
                 Some(Waiting {
