@@ -5,9 +5,40 @@ use std::fmt;
 use std::path::PathBuf;
 use std::time::Duration;
 
-/// Every setting the function reads. The DynamoDB endpoint, region and
-/// credentials are not here: the AWS SDK reads them itself, from its standard
-/// configuration (for DynamoDB Local, `AWS_ENDPOINT_URL_DYNAMODB`).
+use tracing_subscriber::filter::LevelFilter;
+
+/// How the function logs, as Lambda's advanced logging controls set it:
+/// `AWS_LAMBDA_LOG_FORMAT` (`JSON`: one JSON object per line, else text)
+/// and the level from `AWS_LAMBDA_LOG_LEVEL`, else `RUST_LOG`, else INFO.
+/// Read apart from [`Config`], and first, so that a configuration error is
+/// logged as the rest is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct LogConfig {
+    pub level: LevelFilter,
+    pub json: bool,
+}
+
+impl LogConfig {
+    pub fn from_env() -> Self {
+        Self::from_lookup(|name| env::var(name).ok())
+    }
+
+    pub fn from_lookup(lookup: impl Fn(&str) -> Option<String>) -> Self {
+        Self {
+            level: lookup("AWS_LAMBDA_LOG_LEVEL")
+                .or_else(|| lookup("RUST_LOG"))
+                .and_then(|level| level.parse().ok())
+                .unwrap_or(LevelFilter::INFO),
+            json: lookup("AWS_LAMBDA_LOG_FORMAT")
+                .is_some_and(|format| format.eq_ignore_ascii_case("json")),
+        }
+    }
+}
+
+/// Every setting the function reads. The DynamoDB region and credentials
+/// are not here: the AWS SDK reads them itself (`AWS_REGION`, and the
+/// function's role's `AWS_ACCESS_KEY_ID`, `AWS_SECRET_ACCESS_KEY`,
+/// `AWS_SESSION_TOKEN`).
 #[derive(Debug, Clone)]
 pub struct Config {
     /// `PLANTS_TABLE`: the DynamoDB table that holds the plants.
@@ -26,6 +57,11 @@ pub struct Config {
     /// `AWS_XRAY_DAEMON_ADDRESS`, which Lambda sets: where X-Ray
     /// subsegments go (`crate::trace`). Unset, nothing is traced.
     pub xray_daemon: Option<String>,
+    /// `AWS_ENDPOINT_URL_DYNAMODB`, else `AWS_ENDPOINT_URL`: where the
+    /// store's DynamoDB client goes (DynamoDB Local). Unset or empty (as
+    /// template.yaml declares it in AWS, so that `sam local` may set it):
+    /// DynamoDB's regional endpoint.
+    pub dynamodb_endpoint: Option<String>,
 }
 
 /// The root certificates the HTTPS client trusts (`crate::https`): those
@@ -204,6 +240,8 @@ impl Config {
                 extra: optional("EXTRA_CA_CERTS").map(PathBuf::from),
             },
             xray_daemon: optional("AWS_XRAY_DAEMON_ADDRESS"),
+            dynamodb_endpoint: optional("AWS_ENDPOINT_URL_DYNAMODB")
+                .or_else(|| optional("AWS_ENDPOINT_URL")),
         })
     }
 }
@@ -309,6 +347,60 @@ mod tests {
         assert!(self::config(&[("PLANTS_TABLE", "x"), ("AUTH_AUDIENCE", "a")]).is_err());
         assert_eq!(config.rules.scopes, None);
         assert_eq!(config.rules.token_type, None);
+    }
+
+    #[test]
+    fn an_empty_endpoint_variable_means_dynamodbs_regional_endpoint() {
+        let base = [
+            ("PLANTS_TABLE", "plants"),
+            ("AUTH_ISSUER", "https://issuer"),
+            ("AUTH_AUDIENCE", "plants"),
+        ];
+        let with = |extra: &[(&'static str, &'static str)]| {
+            config(&[base.as_slice(), extra].concat())
+                .unwrap()
+                .dynamodb_endpoint
+        };
+        assert_eq!(with(&[("AWS_ENDPOINT_URL_DYNAMODB", "")]), None);
+        let local = "http://172.17.0.1:8000";
+        assert_eq!(
+            with(&[("AWS_ENDPOINT_URL_DYNAMODB", local)]).as_deref(),
+            Some(local)
+        );
+        assert_eq!(
+            with(&[
+                ("AWS_ENDPOINT_URL_DYNAMODB", " "),
+                ("AWS_ENDPOINT_URL", local)
+            ])
+            .as_deref(),
+            Some(local)
+        );
+    }
+
+    #[test]
+    fn the_log_follows_lambdas_log_settings() {
+        let log = |pairs: &[(&str, &str)]| {
+            LogConfig::from_lookup(|name| {
+                pairs
+                    .iter()
+                    .find(|(present, _)| *present == name)
+                    .map(|(_, value)| value.to_string())
+            })
+        };
+        assert_eq!(
+            log(&[]),
+            LogConfig {
+                level: LevelFilter::INFO,
+                json: false
+            }
+        );
+        let lambda = log(&[
+            ("AWS_LAMBDA_LOG_FORMAT", "JSON"),
+            ("AWS_LAMBDA_LOG_LEVEL", "DEBUG"),
+            ("RUST_LOG", "trace"),
+        ]);
+        assert_eq!((lambda.level, lambda.json), (LevelFilter::DEBUG, true));
+        assert_eq!(log(&[("RUST_LOG", "warn")]).level, LevelFilter::WARN);
     }
 
     #[test]

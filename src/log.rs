@@ -1,6 +1,6 @@
-//! The log subscriber, as Lambda's advanced logging controls configure it:
-//! one JSON object per line when `AWS_LAMBDA_LOG_FORMAT` is `JSON`, and the
-//! level from `AWS_LAMBDA_LOG_LEVEL`, else `RUST_LOG`, else INFO.
+//! The log subscriber, as Lambda's advanced logging controls configure it
+//! ([`LogConfig`]): one JSON object per line when the format is JSON, at
+//! the level they set.
 //!
 //! It is lambda_runtime's default subscriber without its `EnvFilter`: one
 //! small function needs a level, not per-module directives, and the regex
@@ -12,7 +12,6 @@
 //! event (its bearer token with it), and the AWS SDK's DEBUG and TRACE lines
 //! carry signed requests. No level writes a credential.
 
-use std::env;
 use std::io::Write;
 use std::sync::OnceLock;
 
@@ -22,6 +21,8 @@ use tracing_subscriber::fmt::writer::BoxMakeWriter;
 use tracing_subscriber::layer::SubscriberExt;
 use tracing_subscriber::util::SubscriberInitExt;
 
+use crate::config::LogConfig;
+
 /// The most that the libraries' lines may say (see the module's comment).
 const LIBRARY_LEVEL: LevelFilter = LevelFilter::INFO;
 
@@ -29,16 +30,12 @@ const LIBRARY_LEVEL: LevelFilter = LevelFilter::INFO;
 static OUTPUT: OnceLock<BoxMakeWriter> = OnceLock::new();
 
 /// Installs the process-wide subscriber, writing to `writer`.
-pub fn init_subscriber<W>(writer: W)
+pub fn init_subscriber<W>(writer: W, config: LogConfig)
 where
     W: for<'writer> MakeWriter<'writer> + Clone + Send + Sync + 'static,
 {
     let _ = OUTPUT.set(BoxMakeWriter::new(writer.clone()));
-    let level = env::var("AWS_LAMBDA_LOG_LEVEL")
-        .or_else(|_| env::var("RUST_LOG"))
-        .ok()
-        .and_then(|level| level.parse().ok())
-        .unwrap_or(LevelFilter::INFO);
+    let level = config.level;
     let targets = Targets::new()
         .with_default(level.min(LIBRARY_LEVEL))
         .with_target(env!("CARGO_CRATE_NAME"), level);
@@ -47,9 +44,7 @@ where
         .without_time()
         .with_max_level(level)
         .with_writer(writer);
-    let json =
-        env::var("AWS_LAMBDA_LOG_FORMAT").is_ok_and(|format| format.eq_ignore_ascii_case("json"));
-    if json {
+    if config.json {
         // The event's fields at the top level (`message`, `status`...), as
         // Lambda's JSON lines have them, and its innermost span only: within
         // an invocation, `invocation` with its request id and trace id

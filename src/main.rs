@@ -8,7 +8,7 @@ use std::sync::Arc;
 
 use lambda_http::{Error, LambdaEvent, lambda_runtime, service_fn};
 use plant_store::auth::Verifier;
-use plant_store::config::Config;
+use plant_store::config::{Config, LogConfig};
 use plant_store::http::PlantApi;
 use plant_store::https::Https;
 use plant_store::jwks::KeySource;
@@ -17,12 +17,13 @@ use plant_store::trace::Tracer;
 
 #[tokio::main]
 async fn main() -> Result<(), Error> {
-    plant_store::log::init_subscriber(std::io::stdout);
+    plant_store::log::init_subscriber(std::io::stdout, LogConfig::from_env());
     let config = Config::from_env()?;
     // One trust store and connector for both remote calls (https.rs).
     let https = Https::new(&config.trust)?;
     let keys = KeySource::from_config(&config.keys, &https)?;
-    let client = aws_sdk_dynamodb::Client::from_conf(client_config(&https).await);
+    let dynamodb = client_config(&https, config.dynamodb_endpoint.as_deref()).await;
+    let client = aws_sdk_dynamodb::Client::from_conf(dynamodb);
     let store = PlantStore::new(client, config.table, config.max_plants_per_owner);
     let tracer = Tracer::new(config.xray_daemon.as_deref());
     // Both remote calls of a request, made ready while init has full CPU.

@@ -21,7 +21,6 @@
 //! off a create is the conditional put alone (1 write unit).
 
 use std::collections::HashMap;
-use std::env;
 use std::num::NonZeroU32;
 use std::time::Duration;
 
@@ -149,37 +148,24 @@ impl Deadline {
     }
 }
 
-/// The DynamoDB client's configuration, from the environment as Lambda sets
-/// it: the region (`AWS_REGION`), the function's credentials
-/// (`AWS_ACCESS_KEY_ID`, `AWS_SECRET_ACCESS_KEY`, `AWS_SESSION_TOKEN`) and,
-/// for DynamoDB Local, `AWS_ENDPOINT_URL_DYNAMODB` (or `AWS_ENDPOINT_URL`);
-/// with this service's retries and timeouts. Not the SDK's whole default
-/// chain (profiles, SSO, web identity, IMDS): a Lambda function never needs
-/// it, and it would add an STS client to the binary and its file and
-/// environment probing to init (docs/performance.md). Its connections go
-/// through `https`, the function's one HTTPS client.
-pub async fn client_config(https: &Https) -> aws_sdk_dynamodb::Config {
-    client_config_from(https, |name| env::var(name).ok()).await
-}
-
-/// [`client_config`] with the endpoint variables read through `lookup`. An
-/// empty one counts as unset: template.yaml declares
-/// `AWS_ENDPOINT_URL_DYNAMODB` empty in AWS (so that `sam local` may set it),
-/// where the SDK must then resolve DynamoDB's regional endpoint.
-async fn client_config_from(
-    https: &Https,
-    lookup: impl Fn(&str) -> Option<String>,
-) -> aws_sdk_dynamodb::Config {
+/// The DynamoDB client's configuration: to `endpoint` (DynamoDB Local;
+/// `None`, DynamoDB's regional endpoint, from `crate::config`), in the
+/// region (`AWS_REGION`) and with the function's credentials
+/// (`AWS_ACCESS_KEY_ID`, `AWS_SECRET_ACCESS_KEY`, `AWS_SESSION_TOKEN`) that
+/// the SDK's environment providers read, with this service's retries and
+/// timeouts. Not the SDK's whole default chain (profiles, SSO, web
+/// identity, IMDS): a Lambda function never needs it, and it would add an
+/// STS client to the binary and its file and environment probing to init
+/// (docs/performance.md). Its connections go through `https`, the
+/// function's one HTTPS client.
+pub async fn client_config(https: &Https, endpoint: Option<&str>) -> aws_sdk_dynamodb::Config {
     let region = EnvironmentVariableRegionProvider::new().region().await;
-    let endpoint = ["AWS_ENDPOINT_URL_DYNAMODB", "AWS_ENDPOINT_URL"]
-        .into_iter()
-        .find_map(|name| lookup(name).filter(|url| !url.is_empty()));
     let mut builder = aws_sdk_dynamodb::Config::builder()
         .behavior_version(BehaviorVersion::latest())
         .region(region)
         .credentials_provider(EnvironmentVariableCredentialsProvider::new())
         .http_client(https.sdk_http_client());
-    builder.set_endpoint_url(endpoint);
+    builder.set_endpoint_url(endpoint.map(str::to_owned));
     builder
         .retry_config(
             RetryConfig::standard()
@@ -648,11 +634,11 @@ mod tests {
         }
     }
 
-    /// Where a Query goes with the endpoint variables `lookup` gives.
-    async fn query_uri(lookup: impl Fn(&str) -> Option<String>) -> String {
+    /// Where a Query goes with the client configured for `endpoint`.
+    async fn query_uri(endpoint: Option<&str>) -> String {
         let stop = StopBeforeSending::default();
         let https = Https::new(&Default::default()).unwrap();
-        let config = client_config_from(&https, lookup)
+        let config = client_config(&https, endpoint)
             .await
             .to_builder()
             .region(Region::new("eu-west-1"))
@@ -715,15 +701,12 @@ mod tests {
     }
 
     #[tokio::test]
-    async fn an_empty_endpoint_variable_means_dynamodbs_regional_endpoint() {
-        let declared_empty = |name: &str| (name == "AWS_ENDPOINT_URL_DYNAMODB").then(String::new);
+    async fn without_an_endpoint_the_client_goes_to_dynamodbs_regional_endpoint() {
         assert_eq!(
-            query_uri(declared_empty).await,
+            query_uri(None).await,
             "https://dynamodb.eu-west-1.amazonaws.com/"
         );
-        let local = |name: &str| {
-            (name == "AWS_ENDPOINT_URL_DYNAMODB").then(|| "http://172.17.0.1:8000".to_owned())
-        };
-        assert_eq!(query_uri(local).await, "http://172.17.0.1:8000/");
+        let local = "http://172.17.0.1:8000";
+        assert_eq!(query_uri(Some(local)).await, "http://172.17.0.1:8000/");
     }
 }

@@ -141,10 +141,9 @@ pub async fn dynamodb_client_with(
 ) -> Client {
     let [(_, region), (_, key), (_, secret)] = aws_env();
     let https = Https::new(&Default::default()).expect("the compiled-in roots");
-    let config = client_config(&https)
+    let config = client_config(&https, Some(endpoint.unwrap_or(dynamodb_local::url())))
         .await
         .to_builder()
-        .endpoint_url(endpoint.unwrap_or(dynamodb_local::url()))
         .region(Region::new(region))
         .credentials_provider(Credentials::new(key, secret, None, None, "tests"))
         .interceptor(SharedInterceptor::new(interceptor))
