@@ -181,13 +181,19 @@ impl Stack {
 
 /// Waits until the function answers GET /plants on 127.0.0.1:`port` with
 /// its 401 (a server in front of it may answer sooner, with other statuses).
+/// Each probe waits as long as it takes: `cargo lambda watch` holds a
+/// request until the function it is building starts, and a probe given up
+/// on would leave the function answering an invocation nobody waits for,
+/// which the runtime reports as an error line on the first screen.
 pub fn wait_for_function(port: u16, process: &Started, timeout: Duration) -> Result {
+    wait_for_port(port, process, timeout)?;
+    let patience = timeout.as_secs().to_string();
     wait_for(
         &format!("http://127.0.0.1:{port}/plants"),
         Some(401),
         process,
         timeout,
-        &[],
+        &["--max-time", &patience],
     )
 }
 
