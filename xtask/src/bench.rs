@@ -32,7 +32,8 @@
 //! beside it, for a before/after table), BENCH_THROUGHPUT_REQUESTS (per
 //! batch, 1000), BENCH_THROUGHPUT_ROUNDS (5). BENCH_SMOKE=1: a few
 //! iterations of a debug build, no sam build, no init_keys (the full test
-//! run runs this).
+//! run runs this). BENCH_STRICT=1: a missed target ([`limits`]) fails the
+//! run, after every report is written.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -59,6 +60,31 @@ const PRIME_REQUESTS: usize = 300;
 const BATCH_PRIME: usize = 20;
 const CONCURRENCY: [usize; 2] = [1, 8];
 
+/// The benchmark's targets, in one place: the most each figure may be
+/// (the throughput ratio: the least). Ratios are to the floor (`minimal`)
+/// measured in the same run.
+mod limits {
+    /// Cold total (init and first invocation), cognito / minimal.
+    pub const COLD_TOTAL: f64 = 1.0;
+    /// The first invocation after a cold start / a warm GET's p50.
+    pub const FIRST_INVOCATION: f64 = 1.15;
+    pub const WARM_GET_P50: f64 = 1.1;
+    pub const WARM_GET_P99: f64 = 1.3;
+    /// A create with the bound makes two writes where the floor makes one.
+    pub const WARM_POST_P50_BOUNDED: f64 = 2.0;
+    pub const WARM_POST_P50_UNBOUNDED: f64 = 1.1;
+    /// Write units per accepted create, with the bound and without.
+    pub const WRITE_UNITS_BOUNDED: f64 = 2.0;
+    pub const WRITE_UNITS_UNBOUNDED: f64 = 1.0;
+    pub const PEAK_RSS_MIB: f64 = 9.3;
+    /// The stripped x86_64 release binary.
+    pub const BINARY_MB: f64 = 7.6;
+    /// The arm64 `bootstrap` that `sam build` makes.
+    pub const ARM64_BOOTSTRAP_MB: f64 = 6.0;
+    /// Requests per second at concurrency 8 / at 1, in one process.
+    pub const THROUGHPUT_SCALING: f64 = 3.0;
+}
+
 struct Settings {
     profile: &'static str,
     rounds: usize,
@@ -71,6 +97,8 @@ struct Settings {
     smoke: bool,
     /// Creates of the burst, in each of its two shapes.
     burst: usize,
+    /// BENCH_STRICT=1: a missed target fails the run.
+    strict: bool,
 }
 
 impl Settings {
@@ -90,6 +118,7 @@ impl Settings {
                 compare,
                 smoke,
                 burst: 32,
+                strict: false,
             }
         } else {
             Self {
@@ -103,6 +132,7 @@ impl Settings {
                 compare,
                 smoke,
                 burst: setting("BENCH_BURST", 256)?,
+                strict: std::env::var("BENCH_STRICT").is_ok_and(|strict| strict == "1"),
             }
         })
     }
@@ -356,7 +386,25 @@ pub fn bench(smoke: bool) -> Result {
             run(Command::new("cargo").args(["bench", "--locked", "--bench", bench]))?;
         }
     }
+    let missed = missed_targets(&results_dir)?;
+    if settings.strict && !missed.is_empty() {
+        return Err(format!("targets missed (BENCH_STRICT=1):\n{}", missed.join("\n")).into());
+    }
     Ok(())
+}
+
+/// The lines of this run's reports that name a missed target.
+fn missed_targets(results_dir: &Path) -> Result<Vec<String>> {
+    let mut missed = Vec::new();
+    for report in ["cold_start", "throughput", "burst"] {
+        let text = std::fs::read_to_string(results_dir.join(format!("{report}.txt")))?;
+        missed.extend(
+            text.lines()
+                .filter(|line| line.trim_end().ends_with("MISSED"))
+                .map(str::to_owned),
+        );
+    }
+    Ok(missed)
 }
 
 /// A key server on 127.0.0.1 that answers every request with `jwks`, for
@@ -685,20 +733,20 @@ fn render_cold(figures: &Value) -> String {
     lines.push(target(
         "cold total: cognito / minimal (the DynamoDB floor)",
         ratio("cognito", "cold_total_ms"),
-        1.0,
+        limits::COLD_TOTAL,
         "x",
     ));
     for name in ["cognito", "function"] {
         lines.push(target(
             &format!("first invocation / warm GET p50 ({name})"),
             figure(name, "first_invocation_ms") / figure(name, "warm_get_p50_ms"),
-            1.15,
+            limits::FIRST_INVOCATION,
             "x",
         ));
     }
     for (label, key, limit) in [
-        ("warm GET p50", "warm_get_p50_ms", 1.1),
-        ("warm GET p99", "warm_get_p99_ms", 1.3),
+        ("warm GET p50", "warm_get_p50_ms", limits::WARM_GET_P50),
+        ("warm GET p99", "warm_get_p99_ms", limits::WARM_GET_P99),
     ] {
         lines.push(target(
             &format!("{label}: cognito / minimal"),
@@ -707,8 +755,10 @@ fn render_cold(figures: &Value) -> String {
             "x",
         ));
     }
-    // A create with the bound makes two writes where the floor makes one.
-    for (name, limit) in [("function", 2.0), ("unbounded", 1.1)] {
+    for (name, limit) in [
+        ("function", limits::WARM_POST_P50_BOUNDED),
+        ("unbounded", limits::WARM_POST_P50_UNBOUNDED),
+    ] {
         lines.push(target(
             &format!("warm POST p50: {name} / minimal"),
             ratio(name, "warm_post_p50_ms"),
@@ -716,7 +766,10 @@ fn render_cold(figures: &Value) -> String {
             "x",
         ));
     }
-    for (name, limit) in [("function", 2.0), ("unbounded", 1.0)] {
+    for (name, limit) in [
+        ("function", limits::WRITE_UNITS_BOUNDED),
+        ("unbounded", limits::WRITE_UNITS_UNBOUNDED),
+    ] {
         lines.push(target(
             &format!("write units per accepted create ({name})"),
             figure(name, "write_units_per_create"),
@@ -727,13 +780,13 @@ fn render_cold(figures: &Value) -> String {
     lines.push(target(
         "peak RSS (cognito)",
         figure("cognito", "peak_rss_mib"),
-        9.3,
+        limits::PEAK_RSS_MIB,
         " MiB",
     ));
     lines.push(target(
         "stripped x86_64 binary (function)",
         figure("function", "binary_bytes") / 1e6,
-        7.6,
+        limits::BINARY_MB,
         " MB",
     ));
     if functions.contains_key("before-cognito") {
@@ -759,7 +812,7 @@ fn render_cold(figures: &Value) -> String {
         lines.push(target(
             "arm64 bootstrap from sam build",
             bytes / 1e6,
-            6.0,
+            limits::ARM64_BOOTSTRAP_MB,
             " MB",
         ));
         let zipped = figures["arm64_zip_bytes"].as_f64().unwrap_or_default();
@@ -1177,16 +1230,17 @@ fn render_throughput(figures: &Value) -> String {
         }
         let function_ratio = ratios[&(workload.clone(), "function".to_owned())];
         let minimal_ratio = ratios[&(workload.clone(), "minimal".to_owned())];
-        let verdict = if function_ratio >= 3.0 {
+        let verdict = if function_ratio >= limits::THROUGHPUT_SCALING {
             "ok".to_owned()
-        } else if minimal_ratio < 3.0 && keeps_up >= 0.9 {
+        } else if minimal_ratio < limits::THROUGHPUT_SCALING && keeps_up >= 0.9 {
             format!("machine-bound: minimal {minimal_ratio:.2}x")
         } else {
             "MISSED".to_owned()
         };
         lines.push(format!(
-            "{:<62}{function_ratio:>8.2}x  (target >= 3x)  {verdict}",
-            format!("{workload}: throughput c={high} / c={low} (function)")
+            "{:<62}{function_ratio:>8.2}x  (target >= {}x)  {verdict}",
+            format!("{workload}: throughput c={high} / c={low} (function)"),
+            limits::THROUGHPUT_SCALING
         ));
     }
     lines.join("\n")
