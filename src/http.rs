@@ -60,14 +60,10 @@ impl PlantApi {
             traceId = trace.trace_id().unwrap_or("-"),
         );
         let (format, request) = event::read(payload);
+        // For the trace; clones of shared bytes, not copies.
         let asked = request
             .as_ref()
-            .map(|request| {
-                (
-                    request.method().to_string(),
-                    request.uri().path().to_owned(),
-                )
-            })
+            .map(|request| (request.method().clone(), request.uri().clone()))
             .ok();
         let answer = async {
             match request {
@@ -88,7 +84,7 @@ impl PlantApi {
         let response = trace.run(answer).instrument(log_span).await;
         let asked = asked
             .as_ref()
-            .map(|(method, path)| (method.as_str(), path.as_str()));
+            .map(|(method, uri)| (method.as_str(), uri.path()));
         trace.finish(asked, response.status().as_u16());
         format.answer(response)
     }

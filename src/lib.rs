@@ -7,7 +7,8 @@
 //! middle (parsing, and the rule that the same plant again is a retry while
 //! other content conflicts), and [`config`] what the environment says.
 //! `error` maps every failure to the contract's Error body in one place;
-//! [`https`] is the one HTTPS client that the key fetch and the store share.
+//! [`https`] is the one HTTPS client that the key fetch and the store share;
+//! [`trace`] records their calls, and the handler's steps, for X-Ray.
 //! The store and the edge over it need the `dynamodb` feature (on by
 //! default); the development tool's keys build the rest alone.
 
@@ -31,4 +32,6 @@ mod response;
 mod route;
 #[cfg(feature = "dynamodb")]
 pub mod store;
+// Without the store and the edge, only the key fetch records into it.
+#[cfg_attr(not(feature = "dynamodb"), allow(dead_code))]
 pub mod trace;

@@ -42,17 +42,17 @@ const INIT: &str = "## init";
 /// `Root=1-5759e988-bd862e3fe1be46a994272793;Parent=53995c3f42cd8ad8;Sampled=1`
 /// (other keys, such as `Lineage`, are passed over).
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct TraceHeader {
+struct TraceHeader {
     /// The trace id: `1-`, eight hex digits of time, `-`, 24 hex digits.
-    pub root: String,
+    root: String,
     /// The id of the segment Lambda recorded this invocation under.
-    pub parent: String,
-    pub sampled: bool,
+    parent: String,
+    sampled: bool,
 }
 
 impl TraceHeader {
     /// The header's value, if it names a well-formed trace and parent.
-    pub fn parse(value: &str) -> Option<Self> {
+    fn parse(value: &str) -> Option<Self> {
         let (mut root, mut parent, mut sampled) = (None, None, false);
         for field in value.split(';') {
             match field.trim().split_once('=') {
@@ -114,7 +114,7 @@ fn now() -> f64 {
 /// fault (4xx), `throttle` (429, or a service's throttling) beside it, and
 /// `fault` for a server's (5xx, a timeout, no answer).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Outcome {
+pub(crate) enum Outcome {
     Ok,
     Error,
     Throttle,
@@ -122,7 +122,7 @@ pub enum Outcome {
 }
 
 impl Outcome {
-    pub fn of_status(status: u16) -> Self {
+    pub(crate) fn of_status(status: u16) -> Self {
         match status {
             429 => Self::Throttle,
             400..=499 => Self::Error,
@@ -133,7 +133,7 @@ impl Outcome {
 }
 
 /// What a traced piece of work returned, as an [`Outcome`].
-pub trait Classify {
+pub(crate) trait Classify {
     fn outcome(&self) -> Outcome;
 }
 
@@ -154,34 +154,34 @@ impl<T, E: Classify> Classify for Result<T, E> {
 
 /// An AWS call, as the X-Ray SDKs describe one (`aws`).
 #[derive(Debug, Clone, Default, Serialize)]
-pub struct AwsCall {
-    pub operation: String,
+pub(crate) struct AwsCall {
+    pub(crate) operation: String,
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub table_name: Option<String>,
+    pub(crate) table_name: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub request_id: Option<String>,
+    pub(crate) request_id: Option<String>,
     /// Attempts after the first.
-    pub retries: u32,
+    pub(crate) retries: u32,
 }
 
 /// An HTTP exchange (`http`): what was asked, and the status answered.
 #[derive(Debug, Clone, Default, Serialize)]
-pub struct HttpCall {
+struct HttpCall {
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub request: Option<HttpRequest>,
+    request: Option<HttpRequest>,
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub response: Option<HttpResponse>,
+    response: Option<HttpResponse>,
 }
 
 #[derive(Debug, Clone, Serialize)]
-pub struct HttpRequest {
-    pub method: String,
-    pub url: String,
+struct HttpRequest {
+    method: String,
+    url: String,
 }
 
 #[derive(Debug, Clone, Serialize)]
-pub struct HttpResponse {
-    pub status: u16,
+struct HttpResponse {
+    status: u16,
 }
 
 /// One subsegment. A document's root also carries `type`, `trace_id` and
@@ -287,7 +287,7 @@ tokio::task_local! {
 /// that (its work was cancelled, at the request's deadline), it is
 /// recorded as a fault.
 #[derive(Debug)]
-pub struct Span {
+pub(crate) struct Span {
     scope: Option<Scope>,
     open: Option<Subsegment>,
 }
@@ -295,7 +295,7 @@ pub struct Span {
 impl Span {
     /// A subsegment named `name` under the one open now; inert where
     /// nothing is recorded.
-    pub fn start(name: impl Into<Cow<'static, str>>) -> Self {
+    pub(crate) fn start(name: impl Into<Cow<'static, str>>) -> Self {
         let scope = CURRENT.try_with(Scope::clone).ok();
         let open = scope
             .as_ref()
@@ -306,7 +306,7 @@ impl Span {
 
     /// The trace header for a call made within this subsegment, if the
     /// invocation has one: its `Parent` is this subsegment when recorded.
-    pub fn downstream_header(&self) -> Option<String> {
+    pub(crate) fn downstream_header(&self) -> Option<String> {
         let scope = self.scope.as_ref()?;
         let header = scope.header.as_ref()?;
         let parent = match (&self.open, &scope.parent) {
@@ -317,23 +317,24 @@ impl Span {
         Some(header.downstream(parent))
     }
 
-    /// Marks the subsegment as an AWS call.
-    pub fn aws(&mut self, call: AwsCall) {
+    /// Marks the subsegment as an AWS call, described by `call` (only
+    /// when it is recorded).
+    pub(crate) fn aws(&mut self, call: impl FnOnce() -> AwsCall) {
         if let Some(open) = &mut self.open {
             open.namespace = Some("aws");
-            open.aws = Some(call);
+            open.aws = Some(call());
         }
     }
 
     /// Updates the AWS call this subsegment records.
-    pub fn update_aws(&mut self, update: impl FnOnce(&mut AwsCall)) {
+    pub(crate) fn update_aws(&mut self, update: impl FnOnce(&mut AwsCall)) {
         if let Some(call) = self.open.as_mut().and_then(|open| open.aws.as_mut()) {
             update(call);
         }
     }
 
     /// Marks the subsegment as a call to another service (`remote`).
-    pub fn remote(&mut self, method: &str, url: &str) {
+    pub(crate) fn remote(&mut self, method: &str, url: &str) {
         if let Some(open) = &mut self.open {
             open.namespace = Some("remote");
             self.http_request(method, url);
@@ -341,7 +342,7 @@ impl Span {
     }
 
     /// The HTTP request this subsegment answered or made.
-    pub fn http_request(&mut self, method: &str, url: &str) {
+    fn http_request(&mut self, method: &str, url: &str) {
         if let Some(open) = &mut self.open {
             open.http.get_or_insert_default().request = Some(HttpRequest {
                 method: method.to_owned(),
@@ -351,7 +352,7 @@ impl Span {
     }
 
     /// The HTTP status answered.
-    pub fn http_status(&mut self, status: u16) {
+    pub(crate) fn http_status(&mut self, status: u16) {
         if let Some(open) = &mut self.open {
             open.http.get_or_insert_default().response = Some(HttpResponse { status });
         }
@@ -366,7 +367,7 @@ impl Span {
         scope
     }
 
-    pub fn end(mut self, outcome: Outcome) {
+    pub(crate) fn end(mut self, outcome: Outcome) {
         self.finish(outcome);
     }
 
@@ -390,7 +391,7 @@ impl Drop for Span {
 
 /// Runs `work` as a subsegment named `name` of the one open now; its
 /// outcome is what `work` returns.
-pub fn in_subsegment<F>(name: &'static str, work: F) -> impl Future<Output = F::Output>
+pub(crate) fn in_subsegment<F>(name: &'static str, work: F) -> impl Future<Output = F::Output>
 where
     F: Future<Output: Classify>,
 {
@@ -426,7 +427,7 @@ impl<F: Future<Output: Classify>> Future for InSubsegment<F> {
 }
 
 /// Runs `work`, which calls nothing, as a subsegment named `name`.
-pub fn record<T: Classify>(name: &'static str, work: impl FnOnce() -> T) -> T {
+pub(crate) fn record<T: Classify>(name: &'static str, work: impl FnOnce() -> T) -> T {
     let span = Span::start(name);
     let output = work();
     span.end(output.outcome());
@@ -461,7 +462,7 @@ impl Tracer {
 
     /// Runs the function's init `work` as a subsegment, `## init`, sent with
     /// the first invocation's trace if that one is sampled.
-    pub async fn init<T: Classify>(&self, work: impl Future<Output = T>) -> T {
+    pub async fn init(&self, work: impl Future<Output = ()>) {
         let scope = Scope {
             recording: self.daemon.as_ref().map(|_| self.init.clone()),
             ..Scope::default()

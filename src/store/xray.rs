@@ -68,7 +68,7 @@ impl Intercept for TraceCalls {
         config: &mut ConfigBag,
     ) -> Result<(), BoxError> {
         let mut span = Span::start("DynamoDB");
-        span.aws(AwsCall {
+        span.aws(|| AwsCall {
             operation: config
                 .load::<Metadata>()
                 .map(|metadata| metadata.name().to_owned())
@@ -135,10 +135,11 @@ impl Intercept for TraceCalls {
         };
         let response = context.response();
         let status = response.map(|response| response.status().as_u16());
-        let request_id = response
-            .and_then(|response| response.headers().get("x-amzn-requestid"))
-            .map(str::to_owned);
-        span.update_aws(|call| call.request_id = request_id);
+        span.update_aws(|call| {
+            call.request_id = response
+                .and_then(|response| response.headers().get("x-amzn-requestid"))
+                .map(str::to_owned);
+        });
         if let Some(status) = status {
             span.http_status(status);
         }
