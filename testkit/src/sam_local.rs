@@ -109,37 +109,48 @@ impl SamLocal {
     }
 
     /// `sam local invoke -e EVENT`: the function's response to one event.
+    /// Each invoke is a cold container whose `bootstrap` runs under
+    /// qemu-user, ten or more times slower than on an arm64 CPU, within the
+    /// template's 10 s timeout: when the emulator reports that timeout, the
+    /// event is sent once more (every event's request is safe to repeat).
     pub async fn invoke(&self, event: &str, env: &[(String, String)]) -> TestResponse {
         let dir = TempDir::new("invoke");
         let env_vars = self.env_vars_file(&dir.0, env);
         let event_file = dir.0.join("event.json");
         std::fs::write(&event_file, event).unwrap();
-        let mut command = self.sam("invoke");
-        command
-            .arg("--env-vars")
-            .arg(&env_vars)
-            .arg("--event")
-            .arg(&event_file)
-            .arg(FUNCTION);
-        let output = tokio::task::spawn_blocking(move || command.output())
-            .await
-            .unwrap()
-            .expect("sam runs");
-        let stdout = String::from_utf8_lossy(&output.stdout);
-        // sam prints the function's response on stdout, its own lines and the
-        // function's log on stderr.
-        let response: Value = stdout
-            .lines()
-            .rev()
-            .find_map(|line| serde_json::from_str(line).ok())
-            .unwrap_or_else(|| {
-                panic!(
-                    "sam local invoke printed no response ({}):\n{stdout}\n{}",
-                    output.status,
-                    String::from_utf8_lossy(&output.stderr)
-                )
-            });
-        TestResponse::from_lambda_response(&response)
+        let mut attempts = 0;
+        loop {
+            attempts += 1;
+            let mut command = self.sam("invoke");
+            command
+                .arg("--env-vars")
+                .arg(&env_vars)
+                .arg("--event")
+                .arg(&event_file)
+                .arg(FUNCTION);
+            let output = tokio::task::spawn_blocking(move || command.output())
+                .await
+                .unwrap()
+                .expect("sam runs");
+            let stdout = String::from_utf8_lossy(&output.stdout);
+            let stderr = String::from_utf8_lossy(&output.stderr);
+            // sam prints the function's response on stdout, its own lines and
+            // the function's log on stderr.
+            let response = stdout
+                .lines()
+                .rev()
+                .find_map(|line| serde_json::from_str::<Value>(line).ok());
+            match response {
+                Some(response) => return TestResponse::from_lambda_response(&response),
+                None if attempts == 1 && stderr.contains("timed out after") => {
+                    eprintln!("sam local invoke timed out under emulation; once more:\n{stderr}");
+                }
+                None => panic!(
+                    "sam local invoke printed no response ({}, attempt {attempts}):\n{stdout}\n{stderr}",
+                    output.status
+                ),
+            }
+        }
     }
 
     /// `sam local start-api` on a free port of 127.0.0.1, one warm container,
