@@ -11,7 +11,7 @@ use plant_store::auth::Verifier;
 use plant_store::config::{KeyConfig, KeyRefresh, TokenRules, TrustConfig};
 use plant_store::https::Https;
 use plant_store::jwks::KeySource;
-use plant_store_dev::DevKey;
+use plant_store_testkit::SigningKey;
 use plant_store_testkit::key_server;
 
 const ROUNDS: usize = 50;
@@ -23,11 +23,11 @@ fn median(mut samples: Vec<Duration>) -> Duration {
 
 #[tokio::main]
 async fn main() {
-    let keys: Vec<DevKey> = [Algorithm::RS256, Algorithm::ES256, Algorithm::EdDSA]
+    let keys: Vec<SigningKey> = [Algorithm::RS256, Algorithm::ES256, Algorithm::EdDSA]
         .into_iter()
-        .map(|algorithm| DevKey::generate(algorithm).unwrap())
+        .map(|algorithm| SigningKey::generate(algorithm).unwrap())
         .collect();
-    let jwks = DevKey::jwks_json(&keys.iter().collect::<Vec<_>>());
+    let jwks = SigningKey::jwks_json(&keys.iter().collect::<Vec<_>>());
     let server = key_server::KeyServer::start(jwks.clone()).await;
     let rules = TokenRules {
         issuer: "https://issuer.bench".into(),

@@ -17,7 +17,7 @@
 //! falls back only when the put is known not to have happened (the id was
 //! taken, or DynamoDB refused it). A crash, a timeout or the deadline
 //! between the two writes leaves the count one high, never low: the bound
-//! stays strict, and `plant-store-dev recount` repairs it. With the bound
+//! stays strict, and `plant-store-admin recount` repairs it. With the bound
 //! off a create is the conditional put alone (1 write unit).
 
 use std::collections::HashMap;

@@ -5,7 +5,7 @@
 use jsonwebtoken::Algorithm;
 use plant_store::config::{ScopeRules, TokenRules};
 use plant_store::jwks::{KeySet, KeySource};
-use plant_store_dev::DevKey;
+use plant_store_local_support::keys::SigningKey;
 
 pub const ISSUER: &str = "https://fuzz";
 pub const AUDIENCE: &str = "fuzz";
@@ -18,9 +18,9 @@ pub fn runtime() -> tokio::runtime::Runtime {
 }
 
 /// An Ed25519 key, and the inline key source that holds its public half.
-pub fn signing_key() -> (DevKey, KeySource) {
-    let key = DevKey::generate(Algorithm::EdDSA).unwrap();
-    let keys = KeySet::from_jwks_json(&DevKey::jwks_json(&[&key])).unwrap();
+pub fn signing_key() -> (SigningKey, KeySource) {
+    let key = SigningKey::generate(Algorithm::EdDSA).unwrap();
+    let keys = KeySet::from_jwks_json(&SigningKey::jwks_json(&[&key])).unwrap();
     (key, KeySource::Inline(keys))
 }
 

@@ -14,7 +14,7 @@ use lambda_http::http::{HeaderMap, HeaderValue, header::AUTHORIZATION};
 use libfuzzer_sys::fuzz_target;
 use plant_store::auth::{Access, Verifier};
 use plant_store::config::ScopeRules;
-use plant_store_dev::{DevKey, unix_now};
+use plant_store_local_support::keys::{SigningKey, unix_now};
 use serde_json::{Value, json};
 
 const READ: &str = "plants/read";
@@ -22,7 +22,7 @@ const READ: &str = "plants/read";
 struct Setup {
     runtime: tokio::runtime::Runtime,
     verifier: Verifier,
-    key: DevKey,
+    key: SigningKey,
 }
 
 fn setup() -> &'static Setup {

@@ -7,13 +7,12 @@ use plant_store::auth::Verifier;
 use plant_store::config::DEFAULT_MAX_PLANTS_PER_OWNER;
 use plant_store::http::PlantApi;
 use plant_store::store::{PlantStore, counter_owner};
-use plant_store_dev::create_table;
+use plant_store_admin::create_table;
+use plant_store_local_support::function::Env;
 use serde_json::{Value, json};
 
-use crate::dynamodb::{CallCounter, aws_env, counted_dynamodb_client, unique_table_name};
-use crate::{
-    AUDIENCE, ApiGatewayEvent, ISSUER, TestResponse, bearer, dynamodb_local, keys, verifier,
-};
+use crate::dynamodb::{CallCounter, counted_dynamodb_client, dynamodb_url, unique_table_name};
+use crate::{ApiGatewayEvent, TestResponse, bearer, keys, verifier};
 
 /// The function as production wires it, on a table of its own.
 pub struct TestApp {
@@ -67,27 +66,13 @@ impl TestApp {
 
     /// The environment of the function's binary serving this app's table with
     /// this run's keys (inline), as the SAM template configures it in AWS.
-    pub fn function_env(&self) -> Vec<(String, String)> {
-        let mut env: Vec<(String, String)> = aws_env()
-            .into_iter()
-            .map(|(name, value)| (name.to_owned(), value))
-            .collect();
-        env.extend([
-            (
-                "AWS_ENDPOINT_URL_DYNAMODB".to_owned(),
-                dynamodb_local::url().to_owned(),
-            ),
-            ("PLANTS_TABLE".to_owned(), self.table.clone()),
-            ("AUTH_ISSUER".to_owned(), ISSUER.to_owned()),
-            ("AUTH_AUDIENCE".to_owned(), AUDIENCE.to_owned()),
-            ("AUTH_JWKS".to_owned(), keys().jwks.clone()),
-        ]);
-        env
+    pub fn function_env(&self) -> Env {
+        Env::function(dynamodb_url(), &self.table, &keys().issuer)
     }
 
     /// DynamoDB Local's URL.
     pub fn dynamodb_url() -> String {
-        dynamodb_local::url().to_owned()
+        dynamodb_url().to_owned()
     }
 
     /// How many requests the SDK has sent to DynamoDB so far.

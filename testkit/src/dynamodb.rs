@@ -1,8 +1,8 @@
-//! The tests' DynamoDB clients: the production configuration, pointed at
-//! DynamoDB Local, with every request counted.
+//! The tests' DynamoDB Local and clients: the production configuration,
+//! pointed at DynamoDB Local, with every request counted.
 
 use std::sync::atomic::{AtomicU32, AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, OnceLock};
 
 use aws_sdk_dynamodb::Client;
 use aws_sdk_dynamodb::config::interceptors::{
@@ -18,8 +18,35 @@ use aws_sdk_dynamodb::operation::update_item::{UpdateItemInput, UpdateItemOutput
 use aws_sdk_dynamodb::types::ReturnConsumedCapacity;
 use plant_store::https::Https;
 use plant_store::store::client_config;
+use plant_store_local_support::{dynamodb_local, process::free_port};
 
-use crate::dynamodb_local;
+/// DynamoDB Local's URL. `cargo xtask test` starts one and sets
+/// `AWS_ENDPOINT_URL_DYNAMODB`; under plain `cargo test` the first test that
+/// needs the store starts one for this test binary (in memory, on a free
+/// port), installed into `.tools/` on first use. The kernel ends it when the
+/// binary exits (it is started by a thread that lives as long as the
+/// binary: `process::start`), also on a panic or Ctrl-C.
+pub fn dynamodb_url() -> &'static str {
+    static URL: OnceLock<String> = OnceLock::new();
+    URL.get_or_init(|| {
+        if let Ok(url) = std::env::var("AWS_ENDPOINT_URL_DYNAMODB")
+            && !url.is_empty()
+        {
+            return url;
+        }
+        let (sender, receiver) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            let started = dynamodb_local::start(free_port(), None);
+            let url = started.as_ref().map(|(url, _)| url.clone());
+            sender.send(url.map_err(|error| error.to_string())).unwrap();
+            loop {
+                std::thread::park();
+            }
+        });
+        let started = receiver.recv().unwrap();
+        started.unwrap_or_else(|error| panic!("cannot start DynamoDB Local: {error}"))
+    })
+}
 
 /// Counts the requests the SDK sends (retries included).
 #[derive(Debug, Default, Clone)]
@@ -108,20 +135,6 @@ pub async fn dynamodb_client() -> Client {
     counted_dynamodb_client(None).await.0
 }
 
-/// The region and dummy credentials the tests give the SDK: scripts/test's,
-/// else these (DynamoDB Local accepts any).
-pub(crate) fn aws_env() -> [(&'static str, String); 3] {
-    let var = |name: &str, default: &str| std::env::var(name).unwrap_or_else(|_| default.into());
-    [
-        ("AWS_REGION", var("AWS_REGION", "us-east-1")),
-        ("AWS_ACCESS_KEY_ID", var("AWS_ACCESS_KEY_ID", "local")),
-        (
-            "AWS_SECRET_ACCESS_KEY",
-            var("AWS_SECRET_ACCESS_KEY", "local"),
-        ),
-    ]
-}
-
 /// A client with the production configuration (retries, timeouts) whose
 /// every request to DynamoDB is counted; to DynamoDB Local, or through
 /// `endpoint` (a fault proxy) if given.
@@ -139,13 +152,12 @@ pub async fn dynamodb_client_with(
     endpoint: Option<&str>,
     interceptor: impl Intercept + 'static,
 ) -> Client {
-    let [(_, region), (_, key), (_, secret)] = aws_env();
     let https = Https::new(&Default::default()).expect("the compiled-in roots");
-    let config = client_config(&https, Some(endpoint.unwrap_or(dynamodb_local::url())))
+    let config = client_config(&https, Some(endpoint.unwrap_or(dynamodb_url())))
         .await
         .to_builder()
-        .region(Region::new(region))
-        .credentials_provider(Credentials::new(key, secret, None, None, "tests"))
+        .region(Region::new("us-east-1"))
+        .credentials_provider(Credentials::new("local", "local", None, None, "tests"))
         .interceptor(SharedInterceptor::new(interceptor))
         .build();
     Client::from_conf(config)

@@ -4,7 +4,7 @@ use base64::Engine;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use jsonwebtoken::jwk::AlgorithmParameters;
 use jsonwebtoken::{Algorithm, EncodingKey, Header};
-use plant_store_dev::{DevKey, unix_now};
+use plant_store_local_support::keys::{SigningKey, unix_now};
 use serde_json::{Value, json};
 
 use crate::{AUDIENCE, ISSUER, keys};
@@ -31,11 +31,11 @@ pub fn encode_part(value: &Value) -> String {
 
 /// Each case names the forgery and holds the token.
 pub fn forged_tokens() -> Vec<(&'static str, String)> {
-    let published = &keys().eddsa;
+    let published = &keys().eddsa();
     let now = unix_now();
 
     // A key nobody published, claiming the kid of a published one.
-    let impostor = DevKey::generate(Algorithm::EdDSA).unwrap();
+    let impostor = SigningKey::generate(Algorithm::EdDSA).unwrap();
     let mut header = Header::new(Algorithm::EdDSA);
     header.kid = Some(published.kid().to_owned());
     let wrong_key = jsonwebtoken::encode(
@@ -68,9 +68,9 @@ pub fn forged_tokens() -> Vec<(&'static str, String)> {
 
     // A valid signature whose header names an algorithm other than the key's.
     let es_as_rs = {
-        let token = keys().es256.sign(&claims("alice")).unwrap();
+        let token = keys().es256().sign(&claims("alice")).unwrap();
         let mut parts: Vec<String> = token.split('.').map(str::to_owned).collect();
-        parts[0] = encode_part(&json!({"alg": "RS256", "kid": keys().es256.kid()}));
+        parts[0] = encode_part(&json!({"alg": "RS256", "kid": keys().es256().kid()}));
         parts.join(".")
     };
 

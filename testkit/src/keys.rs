@@ -1,4 +1,5 @@
-//! This run's signing keys and tokens, and the verifier that trusts them.
+//! This run's signing keys and tokens (the local issuer's, made for the
+//! test binary), and the verifier that trusts them.
 
 use std::sync::OnceLock;
 
@@ -6,48 +7,48 @@ use jsonwebtoken::Algorithm;
 use plant_store::auth::Verifier;
 use plant_store::config::TokenRules;
 use plant_store::jwks::{KeySet, KeySource};
-use plant_store_dev::DevKey;
-
-use crate::{AUDIENCE, ISSUER};
+use plant_store_local_support::keys::{AUDIENCE, ISSUER, Issuer, SigningKey};
 
 /// Keys generated once per test binary: one per accepted algorithm, all
 /// published in the JWKS the function is configured with.
 pub struct TestKeys {
-    pub eddsa: DevKey,
-    pub es256: DevKey,
-    pub rs256: DevKey,
+    pub issuer: Issuer,
     pub jwks: String,
+}
+
+impl TestKeys {
+    pub fn eddsa(&self) -> &SigningKey {
+        &self.issuer.keys[0]
+    }
+
+    pub fn es256(&self) -> &SigningKey {
+        &self.issuer.keys[1]
+    }
+
+    pub fn rs256(&self) -> &SigningKey {
+        &self.issuer.keys[2]
+    }
 }
 
 pub fn keys() -> &'static TestKeys {
     static KEYS: OnceLock<TestKeys> = OnceLock::new();
     KEYS.get_or_init(|| {
-        let eddsa = DevKey::generate(Algorithm::EdDSA).unwrap();
-        let es256 = DevKey::generate(Algorithm::ES256).unwrap();
-        let rs256 = DevKey::generate(Algorithm::RS256).unwrap();
-        let jwks = DevKey::jwks_json(&[&eddsa, &es256, &rs256]);
-        TestKeys {
-            eddsa,
-            es256,
-            rs256,
-            jwks,
-        }
+        let issuer = Issuer::generate(&[Algorithm::EdDSA, Algorithm::ES256, Algorithm::RS256]);
+        let jwks = issuer.jwks();
+        TestKeys { issuer, jwks }
     })
 }
 
 /// A valid token for `sub` (EdDSA, one hour).
 pub fn token(sub: &str) -> String {
-    keys()
-        .eddsa
-        .token(ISSUER, Some(AUDIENCE), sub, 3600)
-        .unwrap()
+    keys().issuer.token(sub, 3600)
 }
 
 pub fn bearer(sub: &str) -> String {
     format!("Bearer {}", token(sub))
 }
 
-/// The token rules of the tests: this issuer and audience.
+/// The token rules of the tests: the local issuer and audience.
 pub fn token_rules() -> TokenRules {
     TokenRules {
         issuer: ISSUER.into(),

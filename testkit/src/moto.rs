@@ -44,7 +44,7 @@ impl MotoCognito {
     pub async fn start() -> Self {
         let program = std::env::var_os("PLANT_STORE_MOTO_SERVER")
             .map(PathBuf::from)
-            .unwrap_or_else(|| xtask::root().join(".tools/venv/bin/moto_server"));
+            .unwrap_or_else(|| plant_store_local_support::tools::venv_bin().join("moto_server"));
         assert!(
             program.is_file(),
             "{} is missing: scripts/test installs moto's server",

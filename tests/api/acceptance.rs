@@ -1,4 +1,4 @@
-//! The acceptance suite (`plant_store_dev::acceptance`, `scripts/acceptance`)
+//! The acceptance suite (`plant_store_admin::acceptance`, `scripts/acceptance`)
 //! against the production handler served over HTTP on 127.0.0.1: it passes
 //! and leaves exactly what it says in the table, and it names the rule when
 //! the API breaks one (here: a front that drops the `Link` header); and its
@@ -15,8 +15,8 @@ use plant_store::auth::Verifier;
 use plant_store::config::{KeyConfig, KeyRefresh, TokenRules};
 use plant_store::https::Https;
 use plant_store::jwks::KeySource;
-use plant_store_dev::acceptance;
-use plant_store_dev::cognito::{self, TestUsers};
+use plant_store_admin::acceptance;
+use plant_store_admin::cognito::{self, TestUsers};
 use plant_store_testkit::http_server::{Reply, body_bytes, listen, respond, serve};
 use plant_store_testkit::moto::{MotoCognito, Pool};
 use plant_store_testkit::{ApiGatewayEvent, TestApp, bearer};

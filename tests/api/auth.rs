@@ -4,8 +4,8 @@
 use plant_store::auth::Verifier;
 use plant_store::config::TokenRules;
 use plant_store::jwks::{KeySet, KeySource};
-use plant_store_dev::unix_now;
 use plant_store_testkit::forgeries::{claims, forged_tokens, with};
+use plant_store_testkit::unix_now;
 use plant_store_testkit::{
     ApiGatewayEvent, CHALLENGE, INVALID_TOKEN, TestApp, assert_accepted, assert_refused, bearer,
     keys, token, token_rules,
@@ -15,7 +15,7 @@ use serde_json::json;
 #[tokio::test]
 async fn tokens_of_every_accepted_algorithm_verify() {
     let app = TestApp::new().await;
-    for (id, key) in [&keys().eddsa, &keys().es256, &keys().rs256]
+    for (id, key) in [keys().eddsa(), keys().es256(), keys().rs256()]
         .into_iter()
         .enumerate()
     {
@@ -100,7 +100,7 @@ async fn a_required_token_type_admits_only_tokens_of_that_type() {
     let key_set = KeySet::from_jwks_json(&keys().jwks).unwrap();
     let app = TestApp::with_verifier(Verifier::new(KeySource::Inline(key_set), &rules)).await;
     let signed = |typ: &str| {
-        let token = keys().eddsa.sign_typed(typ, &claims("alice")).unwrap();
+        let token = keys().eddsa().sign_typed(typ, &claims("alice")).unwrap();
         format!("Bearer {token}")
     };
     for typ in ["JWT", "id+jwt", ""] {
@@ -126,7 +126,7 @@ async fn an_expired_token_is_named_as_such_and_a_small_clock_skew_is_tolerated()
     let app = TestApp::new().await;
     let now = unix_now();
     let expired = keys()
-        .eddsa
+        .eddsa()
         .sign(&with(claims("alice"), "exp", json!(now - 3600)))
         .unwrap();
     let response = app.get(&format!("Bearer {expired}"), "").await;
@@ -134,7 +134,7 @@ async fn an_expired_token_is_named_as_such_and_a_small_clock_skew_is_tolerated()
     assert_eq!(response.header("www-authenticate"), Some(INVALID_TOKEN));
 
     let just_expired = keys()
-        .eddsa
+        .eddsa()
         .sign(&with(claims("alice"), "exp", json!(now - 5)))
         .unwrap();
     assert_eq!(
@@ -174,7 +174,7 @@ async fn cognito_mode_accepts_access_tokens_of_its_clients_only() {
         "token_use": "access", "client_id": "app-client-123", "scope": "aws.cognito.signin.user.admin"
     });
     let sign =
-        |claims: &serde_json::Value| format!("Bearer {}", keys().rs256.sign(claims).unwrap());
+        |claims: &serde_json::Value| format!("Bearer {}", keys().rs256().sign(claims).unwrap());
     assert_eq!(
         app.post(&sign(&access), r#"{"id": 1, "name": "Fern"}"#)
             .await
@@ -236,7 +236,7 @@ async fn cognito_mode_accepts_access_tokens_of_its_clients_only() {
 fn signed_tokens_around(limit: usize) -> (String, String) {
     let sign = |padding: usize| {
         let claims = with(claims("alice"), "padding", json!("x".repeat(padding)));
-        keys().eddsa.sign(&claims).unwrap()
+        keys().eddsa().sign(&claims).unwrap()
     };
     // Base64 makes 4 characters of every 3 bytes: start just below the limit.
     let unpadded = sign(0).len();
@@ -269,11 +269,11 @@ async fn a_subject_over_512_bytes_is_refused_and_one_of_512_is_the_owner() {
             format!("{}é", "s".repeat(511)),
         ),
     ] {
-        let token = keys().eddsa.sign(&claims(&sub)).unwrap();
+        let token = keys().eddsa().sign(&claims(&sub)).unwrap();
         assert_refused(&app, &format!("Bearer {token}"), INVALID_TOKEN, case).await;
     }
     let sub = "s".repeat(512);
-    let token = keys().eddsa.sign(&claims(&sub)).unwrap();
+    let token = keys().eddsa().sign(&claims(&sub)).unwrap();
     assert_accepted(&app, &format!("Bearer {token}"), "512 bytes").await;
     assert_eq!(app.stored_owners().await, [json!(sub)]);
 }

@@ -14,7 +14,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicI64, Ordering};
 
 use jsonwebtoken::Algorithm;
-use plant_store_dev::DevKey;
+use plant_store_testkit::SigningKey;
 use plant_store_testkit::forgeries::forged_tokens;
 use plant_store_testkit::key_server::{Behaviour, KeyServer};
 use plant_store_testkit::runtime_api::{Invoked, LambdaProcess};
@@ -152,20 +152,19 @@ async fn start_function(
     extra: &[(&str, &str)],
 ) -> LambdaProcess {
     let mut env = app.function_env();
-    env.push(("AWS_LAMBDA_LOG_FORMAT".into(), "JSON".into()));
-    env.push(("AWS_LAMBDA_LOG_LEVEL".into(), "INFO".into()));
+    env.set("AWS_LAMBDA_LOG_FORMAT", "JSON")
+        .set("AWS_LAMBDA_LOG_LEVEL", "INFO");
     if let Some(limit) = max_concurrency {
-        env.push(("AWS_LAMBDA_MAX_CONCURRENCY".into(), limit.to_string()));
+        env.set("AWS_LAMBDA_MAX_CONCURRENCY", &limit.to_string());
     }
     for (name, value) in extra {
-        env.retain(|(present, _)| present != name);
-        env.push((name.to_string(), value.to_string()));
+        env.set(name, value);
     }
     LambdaProcess::start(&crate::bootstrap_command(), &env).await
 }
 
 /// POSTs of these new ids for erin, each with a token signed by `key`.
-fn posts_signed_by(key: &DevKey, ids: std::ops::RangeInclusive<i64>) -> Vec<String> {
+fn posts_signed_by(key: &SigningKey, ids: std::ops::RangeInclusive<i64>) -> Vec<String> {
     let token = key.token(ISSUER, Some(AUDIENCE), "erin", 3600).unwrap();
     ids.map(|id| {
         post_event(
@@ -388,9 +387,9 @@ async fn concurrent_unknown_kids_share_one_fetch_and_refetch_at_most_once_per_in
 
     // Back, with a key set that holds a new key: 16 requests signed with it,
     // at once, cause one fetch between them and all verify.
-    let rotated = DevKey::generate(Algorithm::EdDSA).unwrap();
-    server.set(Behaviour::Serve(DevKey::jwks_json(&[
-        &keys().eddsa,
+    let rotated = SigningKey::generate(Algorithm::EdDSA).unwrap();
+    server.set(Behaviour::Serve(SigningKey::jwks_json(&[
+        keys().eddsa(),
         &rotated,
     ])));
     let answers = invoke_all(&function, &posts_signed_by(&rotated, 1..=16)).await;
@@ -403,7 +402,7 @@ async fn concurrent_unknown_kids_share_one_fetch_and_refetch_at_most_once_per_in
 
     // Within the refetch interval (10 s), 16 more unknown kids at once cause
     // no fetch at all, and are refused.
-    let unknown = DevKey::generate(Algorithm::EdDSA).unwrap();
+    let unknown = SigningKey::generate(Algorithm::EdDSA).unwrap();
     let answers = invoke_all(&function, &posts_signed_by(&unknown, 17..=32)).await;
     for call in &answers {
         TestResponse::from_lambda_response(&call.response).assert_error(401, "token");

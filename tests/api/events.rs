@@ -15,7 +15,7 @@ use std::path::{Path, PathBuf};
 
 use futures::StreamExt;
 use plant_store_testkit::runtime_api::LambdaProcess;
-use plant_store_testkit::sam_local::SamLocal;
+use plant_store_testkit::sam_local::{self, SamLocal};
 use plant_store_testkit::{TestApp, TestResponse, token};
 use serde_json::Value;
 
@@ -67,7 +67,7 @@ async fn replay(event_path: &Path, via: Via<'_>) -> Vec<String> {
                 LambdaProcess::start(&crate::bootstrap_command(), &app.function_env()).await;
             TestResponse::from_lambda_response(&function.invoke(&event).await.response)
         }
-        Via::SamLocalInvoke(sam) => sam.invoke(&event, &app.function_env()).await,
+        Via::SamLocalInvoke(sam) => sam_local::invoke(sam, &event, &app.function_env()).await,
     };
 
     let mut differences = Vec::new();

@@ -10,8 +10,8 @@ async fn at_trace_the_output_holds_no_token_and_no_credential() {
     let app = TestApp::new().await;
     for format in ["JSON", "Text"] {
         let mut env = app.function_env();
-        env.push(("AWS_LAMBDA_LOG_LEVEL".into(), "TRACE".into()));
-        env.push(("AWS_LAMBDA_LOG_FORMAT".into(), format.into()));
+        env.set("AWS_LAMBDA_LOG_LEVEL", "TRACE")
+            .set("AWS_LAMBDA_LOG_FORMAT", format);
         let function = LambdaProcess::start(&crate::bootstrap_command(), &env).await;
         let authorization = bearer("alice");
         let create = ApiGatewayEvent::create_plant(&authorization, r#"{"id": 1, "name": "Fern"}"#);
@@ -34,7 +34,7 @@ async fn at_trace_the_output_holds_no_token_and_no_credential() {
                 "{format}: the {what} is in the log"
             );
         }
-        for (name, value) in &env {
+        for (name, value) in env.vars() {
             if name.starts_with("AWS_SECRET") || name.starts_with("AWS_SESSION") {
                 assert!(
                     !output.contains(value.as_str()),

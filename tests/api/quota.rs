@@ -4,13 +4,13 @@
 //! counts once; an id conflict counts nothing; other owners are not
 //! affected; what a created plant costs in write units, with the bound and
 //! without; and a listing reads plant ids only, whatever else a partition
-//! holds; and `plant-store-dev recount`, which sets the counts.
+//! holds; and `plant-store-admin recount`, which sets the counts.
 
 use aws_sdk_dynamodb::types::AttributeValue;
 use futures::future::join_all;
 use plant_store::domain::{NewPlant, Owner};
 use plant_store::store::{Created, Deadline, PlantStore, counter_key};
-use plant_store_dev::recount::recount;
+use plant_store_admin::recount::recount;
 use plant_store_testkit::{TestApp, WriteUnits, bearer, dynamodb_client_with};
 use serde_json::{Value, json};
 

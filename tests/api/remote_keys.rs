@@ -11,7 +11,7 @@ use plant_store::auth::Verifier;
 use plant_store::config::{KeyConfig, KeyRefresh, TrustConfig};
 use plant_store::https::Https;
 use plant_store::jwks::KeySource;
-use plant_store_dev::DevKey;
+use plant_store_testkit::SigningKey;
 use plant_store_testkit::forgeries::{claims, forged_tokens};
 use plant_store_testkit::key_server::{Behaviour, KeyServer};
 use plant_store_testkit::{
@@ -49,7 +49,7 @@ async fn remote_app_with(server: &KeyServer, refresh: KeyRefresh) -> TestApp {
     TestApp::with_verifier(Verifier::new(keys, &token_rules())).await
 }
 
-fn token_with_kid(key: &DevKey, kid: &str) -> String {
+fn token_with_kid(key: &SigningKey, kid: &str) -> String {
     let mut header = Header::new(key.algorithm());
     header.kid = Some(kid.to_owned());
     let encoding = EncodingKey::from_ed_pem(key.pkcs8_pem().as_bytes()).unwrap();
@@ -81,13 +81,13 @@ async fn the_forged_token_matrix_holds_against_the_remote_source() {
 
 #[tokio::test]
 async fn key_rotation_is_picked_up_through_one_refetch() {
-    let old = &keys().eddsa;
-    let server = KeyServer::start(DevKey::jwks_json(&[old])).await;
+    let old = keys().eddsa();
+    let server = KeyServer::start(SigningKey::jwks_json(&[old])).await;
     let app = remote_app(&server).await;
     wait_out(REFRESH.refetch_interval).await;
 
-    let new = DevKey::generate(Algorithm::EdDSA).unwrap();
-    server.set(Behaviour::Serve(DevKey::jwks_json(&[old, &new])));
+    let new = SigningKey::generate(Algorithm::EdDSA).unwrap();
+    server.set(Behaviour::Serve(SigningKey::jwks_json(&[old, &new])));
     let new_token = new
         .token(
             plant_store_testkit::ISSUER,
@@ -116,7 +116,7 @@ async fn a_flood_of_unknown_kids_causes_at_most_one_refetch_per_interval() {
         async move {
             let started = Instant::now();
             let requests = (0..100).map(|n| async move {
-                let token = token_with_kid(&keys().eddsa, &format!("made-up-{round}-{n}"));
+                let token = token_with_kid(keys().eddsa(), &format!("made-up-{round}-{n}"));
                 app.get(&format!("Bearer {token}"), "").await.status
             });
             let statuses = futures::future::join_all(requests).await;
@@ -148,7 +148,7 @@ async fn cached_keys_keep_serving_when_the_key_server_goes_down() {
     // An unknown kid now tries a refetch, which fails: whether the token
     // is valid cannot be known, so 503 with Retry-After, not 401 (which
     // would sign the user out) and not 500.
-    let unknown = token_with_kid(&keys().eddsa, "rotated-away");
+    let unknown = token_with_kid(keys().eddsa(), "rotated-away");
     let response = app.get(&format!("Bearer {unknown}"), "").await;
     response.assert_error(503, "signing keys");
     assert_eq!(response.header("retry-after"), Some("1"));
@@ -213,9 +213,9 @@ async fn a_failed_fetch_at_init_is_retried_on_a_later_request() {
 
 #[tokio::test]
 async fn a_key_set_past_its_age_is_refreshed_and_keys_the_issuer_removed_stop_verifying() {
-    let kept = &keys().eddsa;
-    let removed = &keys().es256;
-    let server = KeyServer::start(DevKey::jwks_json(&[kept, removed])).await;
+    let kept = keys().eddsa();
+    let removed = &keys().es256();
+    let server = KeyServer::start(SigningKey::jwks_json(&[kept, removed])).await;
     let refresh = KeyRefresh {
         max_age: Duration::from_secs(2),
         ..REFRESH
@@ -224,7 +224,7 @@ async fn a_key_set_past_its_age_is_refreshed_and_keys_the_issuer_removed_stop_ve
     let removed_token = format!("Bearer {}", removed.sign(&claims("alice")).unwrap());
     assert_eq!(app.get(&removed_token, "").await.status, 200);
 
-    server.set(Behaviour::Serve(DevKey::jwks_json(&[kept])));
+    server.set(Behaviour::Serve(SigningKey::jwks_json(&[kept])));
     // Still fresh: the cached set answers, nothing is fetched.
     assert_eq!(app.get(&removed_token, "").await.status, 200);
     assert_eq!(server.fetches(), 1);
@@ -238,7 +238,7 @@ async fn a_key_set_past_its_age_is_refreshed_and_keys_the_issuer_removed_stop_ve
 
 #[tokio::test]
 async fn symmetric_and_encryption_keys_in_the_set_are_never_used() {
-    let encryption_key = DevKey::generate(Algorithm::EdDSA).unwrap();
+    let encryption_key = SigningKey::generate(Algorithm::EdDSA).unwrap();
     let mut encryption_jwk = encryption_key.jwk().clone();
     encryption_jwk.common.public_key_use = Some(PublicKeyUse::Encryption);
     let secret = b"a shared secret nobody should trust";

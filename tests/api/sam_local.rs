@@ -4,8 +4,8 @@
 //! [`crate::events`]). SAM does not emulate JWT authorizers: the function
 //! verifies tokens itself, so its 401s hold here too.
 //!
-//! These need what the full run (`cargo xtask test`) sets up (testkit's
-//! `sam_local`): plain `cargo test` reports them ignored, with the reason,
+//! These need what the full run (`cargo xtask test`) sets up
+//! (`SamLocal::prepare`): plain `cargo test` reports them ignored, with the reason,
 //! and the full run runs them by name.
 
 use plant_store_testkit::sam_local::{SamApi, SamLocal};
@@ -41,7 +41,7 @@ fn assert_json_200(response: &TestResponse, body: Value) {
 async fn the_contract_holds_through_sam_local_start_api() {
     let sam = prepared_sam_local();
     let app = TestApp::new().await;
-    let api = sam.start_api(&app.function_env()).await;
+    let api = SamApi::start(&sam, &app.function_env(), &[]);
 
     let plants = [
         json!({"id": 3, "name": "Monstera", "tag": "tropical"}),
@@ -82,7 +82,7 @@ async fn the_contract_holds_through_sam_local_start_api() {
 }
 
 /// GET at limit 2 and then through each `Link` until there is none.
-async fn pages_to_the_end(api: &SamApi) {
+async fn pages_to_the_end(api: &SamApi<'_>) {
     let mut pages = Vec::new();
     let mut next = Some("/plants?limit=2".to_owned());
     while let Some(target) = next {
@@ -105,7 +105,7 @@ async fn pages_to_the_end(api: &SamApi) {
 }
 
 /// Every kind of rejection, each with its status, headers and Error body.
-async fn rejections(api: &SamApi) {
+async fn rejections(api: &SamApi<'_>) {
     let alice = bearer("alice");
     api.send(create("alice", &json!({"id": 4})))
         .await
@@ -119,7 +119,7 @@ async fn rejections(api: &SamApi) {
     assert_eq!(missing.header("www-authenticate"), Some(CHALLENGE));
     // A valid signature from another issuer.
     let forged = keys()
-        .es256
+        .es256()
         .token("https://someone.else", None, "alice", 3600)
         .unwrap();
     let invalid = api
@@ -171,12 +171,11 @@ async fn cors_admits_the_configured_origins_only() {
     let sam = prepared_sam_local();
     let app = TestApp::new().await;
     let origin = "https://app.example.com";
-    let api = sam
-        .start_api_with(
-            &app.function_env(),
-            &["CorsAllowedOrigins=https://app.example.com,http://localhost:5173"],
-        )
-        .await;
+    let api = SamApi::start(
+        &sam,
+        &app.function_env(),
+        &["CorsAllowedOrigins=https://app.example.com,http://localhost:5173"],
+    );
 
     // API Gateway answers the preflight of a listed origin itself.
     let (status, headers, _) = api.send_raw(cors_preflight(origin)).await.unwrap();

@@ -30,7 +30,7 @@ async fn app_requiring_scopes() -> TestApp {
 /// `Bearer` and a token for alice with `claim` set to `value`.
 fn bearer_with(claim: &str, value: Value) -> String {
     let token = keys()
-        .eddsa
+        .eddsa()
         .sign(&with(claims("alice"), claim, value))
         .unwrap();
     format!("Bearer {token}")
@@ -160,7 +160,7 @@ async fn a_repeated_scope_claim_counts_by_its_last_value() {
     let sign = |scopes: Vec<&'static str>| {
         format!(
             "Bearer {}",
-            keys().eddsa.sign(&RepeatedScope(scopes)).unwrap()
+            keys().eddsa().sign(&RepeatedScope(scopes)).unwrap()
         )
     };
     let app = app_requiring_scopes().await;
@@ -191,7 +191,7 @@ async fn a_token_without_a_subject_is_invalid_before_its_scopes_are_read() {
     let app = app_requiring_scopes().await;
     for sub in [String::new(), "x".repeat(513)] {
         let token = keys()
-            .eddsa
+            .eddsa()
             .sign(&with(claims(&sub), "scope", json!("")))
             .unwrap();
         let response = app.get(&format!("Bearer {token}"), "").await;

@@ -45,15 +45,13 @@ async fn start_function(
     extra: &[(&str, &str)],
 ) -> LambdaProcess {
     let mut env = app.function_env();
-    let mut settings = vec![
-        ("AWS_XRAY_DAEMON_ADDRESS", daemon.address.as_str()),
-        ("AWS_LAMBDA_LOG_FORMAT", "JSON"),
-    ];
-    settings.extend(store_endpoint.map(|url| ("AWS_ENDPOINT_URL_DYNAMODB", url)));
-    settings.extend_from_slice(extra);
-    for (name, value) in settings {
-        env.retain(|(present, _)| present != name);
-        env.push((name.to_owned(), value.to_owned()));
+    env.set("AWS_XRAY_DAEMON_ADDRESS", &daemon.address)
+        .set("AWS_LAMBDA_LOG_FORMAT", "JSON");
+    if let Some(url) = store_endpoint {
+        env.set("AWS_ENDPOINT_URL_DYNAMODB", url);
+    }
+    for (name, value) in extra {
+        env.set(name, value);
     }
     LambdaProcess::start(&crate::bootstrap_command(), &env).await
 }
@@ -345,7 +343,7 @@ async fn a_daemon_that_is_not_there_changes_no_answer() {
     let nowhere = daemon.address.clone();
     drop(daemon);
     let mut env = app.function_env();
-    env.push(("AWS_XRAY_DAEMON_ADDRESS".into(), nowhere));
+    env.set("AWS_XRAY_DAEMON_ADDRESS", &nowhere);
     let function = LambdaProcess::start(&crate::bootstrap_command(), &env).await;
     for id in 1..=3 {
         let body = json!({"id": id, "name": "Fern"}).to_string();

@@ -9,20 +9,22 @@
 //! owners. First, openapi.yaml is checked to be valid OpenAPI 3.1 and
 //! compatible with the upstream sample.
 //!
-//! ST_MAX_EXAMPLES (100) and ST_SEED tune the run. Without ST_SEED the seed
+//! `--max-examples` (100) and `--seed` tune the run. Without a seed it
 //! comes from the commit (its first 8 hex digits), so each commit explores
 //! new inputs and any run can be repeated; a failure prints the command.
 
 use std::process::Command;
 
+use plant_store_local_support::keys::{Algorithm, Issuer};
+use plant_store_local_support::process::{Scope, free_port, output, run, run_logged, tail};
+use plant_store_local_support::sam_local::SamLocal;
+use plant_store_local_support::tools::ensure_python_tools;
+use plant_store_local_support::{Result, log, root, tools_dir};
 use serde_json::Value;
-use xtask::process::{Scope, free_port, output, run, run_logged, tail};
-use xtask::tools::ensure_python_tools;
-use xtask::{Result, log, root, tools_dir};
 
 use crate::acceptance::acceptance_on_local_stack;
-use crate::sam_local::SamLocal;
-use crate::stack::{Stack, mint_token, sam_build};
+use crate::artifact::sam_build;
+use crate::stack::Stack;
 
 #[derive(Clone, Copy, PartialEq)]
 pub enum Target {
@@ -47,13 +49,7 @@ impl Target {
     }
 }
 
-fn seed() -> u64 {
-    if let Some(seed) = std::env::var("ST_SEED")
-        .ok()
-        .and_then(|seed| seed.parse().ok())
-    {
-        return seed;
-    }
+fn commit_seed() -> u64 {
     output(Command::new("git").args(["rev-parse", "--short=8", "HEAD"]))
         .ok()
         .and_then(|commit| u64::from_str_radix(&commit, 16).ok())
@@ -68,12 +64,12 @@ fn seed() -> u64 {
 }
 
 /// Runs the contract tests against `target` with at most `max_examples`
-/// examples per operation.
-pub fn contract_test(target: Target, max_examples: usize) -> Result {
+/// examples per operation, from `seed` (else the commit's).
+pub fn contract_test(target: Target, max_examples: usize, seed: Option<u64>) -> Result {
     let _scope = Scope::new();
-    let seed = seed();
+    let seed = seed.unwrap_or_else(commit_seed);
     let reproduce = format!(
-        "ST_SEED={seed} ST_MAX_EXAMPLES={max_examples} scripts/contract-test {}",
+        "scripts/contract-test {} --seed {seed} --max-examples {max_examples}",
         target.name()
     );
     ensure_python_tools()?;
@@ -84,10 +80,10 @@ pub fn contract_test(target: Target, max_examples: usize) -> Result {
         "docs/upstream-openapi.json",
     ]))?;
 
-    let mut stack = Stack::with_dynamodb_local(free_port(), None)?;
-    let key_dir = tools_dir().join("contract-keys");
-    stack.configure_function("contract-plants", &key_dir)?;
-    stack.set("AWS_LAMBDA_LOG_LEVEL", "warn");
+    let mut stack = Stack::start(free_port(), None)?;
+    let issuer = Issuer::generate(&[Algorithm::EdDSA]);
+    stack.configure_function("contract-plants", &issuer)?;
+    stack.env.set("AWS_LAMBDA_LOG_LEVEL", "warn");
     let api_port = free_port();
     let function_log = tools_dir().join(format!("contract-function-{}.log", target.name()));
     let started = match target {
@@ -101,13 +97,13 @@ pub fn contract_test(target: Target, max_examples: usize) -> Result {
             sam_build()?;
             let sam = SamLocal::prepare(stack.dynamodb_port)?;
             log!("starting sam local start-api on 127.0.0.1:{api_port}");
-            sam.start_api(&stack, api_port, Some(&function_log))
+            sam.start_api(&stack.env, api_port, &[], Some(&function_log))
         }
     };
     if let Err(error) = started {
         return Err(format!("{error}\n{}", tail(&function_log, 60)).into());
     }
-    let token = mint_token(&key_dir, "schemathesis", 3600)?;
+    let token = issuer.token("schemathesis", 3600);
     let schemathesis = |hooks: &str, examples: usize| {
         let mut command = Command::new("st");
         command
@@ -170,7 +166,7 @@ pub fn contract_test(target: Target, max_examples: usize) -> Result {
     let generated = generated_requests(&[&with_token_log, &without_token_log])?;
     check_metric_lines(&std::fs::read_to_string(&function_log)?, generated)?;
 
-    acceptance_on_local_stack(&format!("http://127.0.0.1:{api_port}"), &key_dir)
+    acceptance_on_local_stack(&format!("http://127.0.0.1:{api_port}"), &issuer)
 }
 
 /// How many test cases Schemathesis generated ("N generated" in its

@@ -10,24 +10,35 @@
 
 use std::process::{Command, Stdio};
 
-use xtask::process::{Scope, free_port, run, run_logged};
-use xtask::tools::{
+use plant_store_local_support::process::{Scope, free_port, run, run_logged};
+use plant_store_local_support::sam_local::SamLocal;
+use plant_store_local_support::tools::{
     ensure_actionlint, ensure_checkov, ensure_python_tools, ensure_qemu_arm64, ensure_spectral,
 };
-use xtask::{Result, log, setting, tools_dir};
+use plant_store_local_support::{Result, log, tools_dir};
 
+use crate::artifact::start_sam_build;
 use crate::contract::{Target, contract_test};
-use crate::sam_local::SamLocal;
-use crate::stack::{Stack, start_sam_build};
+use crate::stack::Stack;
 
-pub fn full_test() -> Result {
+/// How much the contract tests and fuzzing do.
+pub struct Settings {
+    /// Schemathesis' examples per operation behind cargo lambda's emulator.
+    pub max_examples: usize,
+    /// The same through `sam local start-api` (each request crosses it).
+    pub sam_local_max_examples: usize,
+    pub fuzz_seconds: u64,
+}
+
+pub fn full_test(settings: &Settings) -> Result {
     install_tools()?;
     std::fs::create_dir_all(tools_dir())?;
     // The fuzz targets build at the lowest priority for the whole run: in
     // what the steps below leave idle (single-threaded linters, waits on
     // containers and on the emulator). Unoptimised, whatever FUZZ_BUILD
     // says (that is `cargo xtask fuzz`'s): a smoke run needs no more.
-    let fuzz_build = crate::fuzz::start_build("dev", crate::fuzz::Priority::Idle)?;
+    let fuzz_build =
+        crate::fuzz::start_build(crate::fuzz::Build::Dev, crate::fuzz::Priority::Idle)?;
     let cargo_test_log = tools_dir().join("cargo-test.log");
     {
         let _scope = Scope::new();
@@ -35,7 +46,7 @@ pub fn full_test() -> Result {
         // optimised build leaves a core idle for long stretches (the large
         // SDK crates, link-time optimisation), which they use.
         let artifact_build = start_sam_build()?;
-        let stack = Stack::with_dynamodb_local(free_port(), None)?;
+        let stack = Stack::start(free_port(), None)?;
 
         log!("template: cfn-lint and sam validate --lint");
         run(Command::new("cfn-lint").arg("template.yaml"))?;
@@ -81,6 +92,7 @@ pub fn full_test() -> Result {
         log!("cargo test");
         run_logged(
             stack
+                .env
                 .command("cargo")
                 .args(["test", "--workspace", "--locked"])
                 .stderr(Stdio::inherit()),
@@ -88,7 +100,7 @@ pub fn full_test() -> Result {
         )?;
 
         log!("the acceptance suite's Cognito mode against moto's Cognito server");
-        run_required_tests(&mut stack.command("cargo"), MOTO_TESTS, "moto-test")?;
+        run_required_tests(&mut stack.env.command("cargo"), MOTO_TESTS, "moto-test")?;
 
         log!(
             "the deployment artifact: sam build's arm64 bootstrap, every event through it under qemu-user"
@@ -98,6 +110,7 @@ pub fn full_test() -> Result {
         bootstrap.push(artifact.bootstrap.display().to_string());
         run_required_tests(
             stack
+                .env
                 .command("cargo")
                 .env("PLANT_STORE_BOOTSTRAP", bootstrap.join(" ")),
             ARTIFACT_TESTS,
@@ -108,29 +121,26 @@ pub fn full_test() -> Result {
             "sam local: every HTTP API event through sam local invoke, the contract through sam local start-api"
         );
         let sam = SamLocal::prepare(stack.dynamodb_port)?;
+        let (name, prepared) = sam.handover();
         run_required_tests(
-            stack
-                .command("cargo")
-                .envs(sam.env())
-                .env("PLANT_STORE_SAM_LOCAL_OPTIONS", sam.options.join(" "))
-                .env("PLANT_STORE_SAM_LOCAL_DYNAMODB", &sam.dynamodb_url),
+            stack.env.command("cargo").env(name, prepared),
             SAM_LOCAL_TESTS,
             "sam-local-test",
         )?;
     }
 
     log!("contract tests against the function behind cargo lambda's emulator");
-    contract_test(Target::CargoLambda, setting("ST_MAX_EXAMPLES", 100)?)?;
+    contract_test(Target::CargoLambda, settings.max_examples, None)?;
     log!(
         "contract tests against sam local start-api (fewer examples: each request crosses the emulator)"
     );
-    contract_test(Target::SamLocal, setting("ST_SAM_LOCAL_MAX_EXAMPLES", 25)?)?;
+    contract_test(Target::SamLocal, settings.sam_local_max_examples, None)?;
 
     log!("benchmark smoke run (debug build, a few iterations, no timing asserted)");
-    crate::bench::bench(true)?;
+    crate::bench::bench(&crate::bench::Settings::smoke())?;
 
     log!("fuzzing smoke run (30 s per target, unoptimised build)");
-    crate::fuzz::fuzz_targets(fuzz_build, setting("FUZZ_SECONDS", 30)?)?;
+    crate::fuzz::fuzz_targets(fuzz_build, settings.fuzz_seconds)?;
 
     println!("{}", summary(&std::fs::read_to_string(&cargo_test_log)?)?);
     Ok(())

@@ -1,28 +1,38 @@
-//! `cargo xtask TASK` (the alias is in .cargo/config.toml): the project's
-//! tasks, in Rust. `scripts/` holds only thin entry points to them.
+//! `cargo xtask TASK [FLAGS]` (the alias is in .cargo/config.toml): the
+//! project's tasks, in Rust. `scripts/` holds only thin entry points to
+//! them; what they start is plant-store-local-support's.
 
 mod acceptance;
+mod artifact;
 mod bench;
 mod contract;
-mod dev;
+mod flags;
 mod full_test;
 mod fuzz;
-mod sam_local;
+mod local_stack;
 mod stack;
 
 use std::process::ExitCode;
 
-use xtask::process::{Scope, stop_on_signals};
-use xtask::{Result, log, root, setting, tools};
+use flags::Flags;
+use plant_store_local_support::process::{Scope, stop_on_signals};
+use plant_store_local_support::{Result, log, root, tools};
 
-const USAGE: &str = "usage: cargo xtask TASK
-  dev                      the local stack: DynamoDB Local, the table, a key, the function under cargo lambda watch
-  sam-local                the same, with sam build's artifact under sam local start-api
+const USAGE: &str = "usage: cargo xtask TASK [FLAGS]
+  dev [--api-port 9000] [--dynamodb-port 8000]
+                           the local stack: DynamoDB Local, the table, a key, the function under cargo lambda watch
+  sam-local [--api-port 3000] [--dynamodb-port 8000]
+                           the same, with sam build's artifact under sam local start-api
   token OWNER              a token for the local stack
-  test                     every check, as CI runs it
-  bench                    the benchmarks (BENCH_* settings: see xtask/src/bench.rs)
-  fuzz                     a fuzzing run of each target (FUZZ_SECONDS, FUZZ_BUILD)
-  contract-test [TARGET]   Schemathesis and the acceptance suite against cargo-lambda (default) or sam-local
+  test [--max-examples 100] [--sam-local-max-examples 25] [--fuzz-seconds 30]
+                           every check, as CI runs it
+  bench [--smoke] [--strict] [--rounds 20] [--warm 600] [--burst 256] [--no-sam-build]
+        [--throughput-requests 1000] [--throughput-rounds 5] [--compare BINARY]
+                           the benchmarks (docs/performance.md)
+  fuzz [--seconds 30] [--build release|dev]
+                           a fuzzing run of each target
+  contract-test [cargo-lambda|sam-local] [--max-examples 100] [--seed N]
+                           Schemathesis and the acceptance suite against a local stack
   acceptance URL [--user-pool-id ID --client-id ID]
                            the acceptance suite against a running API: tokens in TOKEN_A and TOKEN_B,
                            or two test users created (and deleted) in the Cognito user pool";
@@ -37,7 +47,7 @@ fn main() -> ExitCode {
     let scope = Scope::new();
     let result = std::env::set_current_dir(root())
         .map_err(Into::into)
-        .and_then(|()| task(&std::env::args().skip(1).collect::<Vec<_>>()));
+        .and_then(|()| task(Flags::parse(std::env::args().skip(1))));
     drop(scope);
     match result {
         Ok(()) => ExitCode::SUCCESS,
@@ -48,23 +58,67 @@ fn main() -> ExitCode {
     }
 }
 
-fn task(args: &[String]) -> Result {
-    let args: Vec<&str> = args.iter().map(String::as_str).collect();
-    match args.as_slice() {
-        ["dev"] => dev::dev(),
-        ["sam-local"] => dev::sam_local(),
-        ["token", owner] => dev::token(owner),
-        ["test"] => full_test::full_test(),
-        ["bench"] => bench::bench(std::env::var("BENCH_SMOKE").is_ok_and(|smoke| smoke == "1")),
-        ["fuzz"] => fuzz::fuzz(
-            setting("FUZZ_SECONDS", 30)?,
-            &std::env::var("FUZZ_BUILD").unwrap_or_else(|_| "release".into()),
-        ),
-        ["acceptance", url, options @ ..] => acceptance::acceptance(url, options),
-        ["contract-test", target @ ..] => contract::contract_test(
-            contract::Target::parse(target.first().copied())?,
-            setting("ST_MAX_EXAMPLES", 100)?,
-        ),
+fn task(mut flags: Flags) -> Result {
+    let task = flags.positional().unwrap_or_default();
+    match task.as_str() {
+        "dev" | "sam-local" => {
+            let default_port = if task == "dev" { 9000 } else { 3000 };
+            let api_port = flags.value("api-port", default_port)?;
+            let dynamodb_port = flags.value("dynamodb-port", 8000)?;
+            flags.finish()?;
+            if task == "dev" {
+                local_stack::dev(api_port, dynamodb_port)
+            } else {
+                local_stack::sam_local(api_port, dynamodb_port)
+            }
+        }
+        "token" => {
+            let owner = flags.positional().ok_or("token OWNER")?;
+            flags.finish()?;
+            local_stack::token(&owner)
+        }
+        "test" => {
+            let settings = full_test::Settings {
+                max_examples: flags.value("max-examples", 100)?,
+                sam_local_max_examples: flags.value("sam-local-max-examples", 25)?,
+                fuzz_seconds: flags.value("fuzz-seconds", 30)?,
+            };
+            flags.finish()?;
+            full_test::full_test(&settings)
+        }
+        "bench" => {
+            let settings = bench::Settings::from_flags(&mut flags)?;
+            flags.finish()?;
+            bench::bench(&settings)
+        }
+        "fuzz" => {
+            let seconds = flags.value("seconds", 30)?;
+            let build = match flags.value("build", "release".to_owned())?.as_str() {
+                "release" => fuzz::Build::Release,
+                "dev" => fuzz::Build::Dev,
+                other => return Err(format!("--build is release or dev, not {other}").into()),
+            };
+            flags.finish()?;
+            fuzz::fuzz(seconds, build)
+        }
+        "contract-test" => {
+            let target = contract::Target::parse(flags.positional().as_deref())?;
+            let max_examples = flags.value("max-examples", 100)?;
+            let seed = flags.optional("seed")?;
+            flags.finish()?;
+            contract::contract_test(target, max_examples, seed)
+        }
+        "acceptance" => {
+            let url = flags.positional().ok_or("acceptance URL")?;
+            let mut options = Vec::new();
+            for name in ["user-pool-id", "client-id"] {
+                if let Some(value) = flags.optional::<String>(name)? {
+                    options.extend([format!("--{name}"), value]);
+                }
+            }
+            flags.finish()?;
+            acceptance::acceptance(&url, &options)
+        }
         _ => Err(USAGE.into()),
     }
 }

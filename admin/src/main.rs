@@ -1,33 +1,24 @@
-//! Local development tool; never deployed. Subcommands:
+//! `plant-store-admin`, the operator's commands; never deployed:
 //!
-//! - `keygen --dir DIR`: creates `DIR/signing-key.pem` (Ed25519) unless it
-//!   exists, and writes its public key set to `DIR/jwks.json`.
-//! - `token --dir DIR --sub SUB [--ttl SECONDS]`: prints a token signed with
-//!   that key, for `AUTH_ISSUER` (and `AUTH_AUDIENCE` when set).
 //! - `create-table --name TABLE`: creates the plants table (for DynamoDB Local,
 //!   through `AWS_ENDPOINT_URL_DYNAMODB`); an existing table is left as it is.
 //! - `acceptance --url URL [--user-pool-id ID --client-id ID]`: the
 //!   acceptance suite against the API at URL, as two owners whose tokens are
 //!   in `TOKEN_A` and `TOKEN_B`, or as two test users created in the Cognito
 //!   user pool (and deleted afterwards). Fails at the first broken rule.
+//! - `recount --table TABLE [--owner OWNER] [--apply]`: sets each owner's
+//!   plant count to the plants it has (a dry run without `--apply`).
 
 use std::collections::HashMap;
-use std::path::{Path, PathBuf};
-use std::{env, fs, process};
+use std::{env, process};
 
 use aws_config::BehaviorVersion;
-use jsonwebtoken::Algorithm;
-use plant_store_dev::cognito::{self, TestUsers};
-use plant_store_dev::{DevKey, acceptance, create_table};
+use plant_store_admin::cognito::{self, TestUsers};
+use plant_store_admin::{acceptance, create_table};
 
-const USAGE: &str = "usage: plant-store-dev keygen --dir DIR
-       plant-store-dev token --dir DIR --sub SUB [--ttl SECONDS]
-       plant-store-dev create-table --name TABLE
-       plant-store-dev recount --table TABLE [--owner OWNER] [--apply]
-       plant-store-dev acceptance --url URL [--user-pool-id ID --client-id ID]";
-const KEY_FILE: &str = "signing-key.pem";
-const JWKS_FILE: &str = "jwks.json";
-const DEFAULT_TTL_SECONDS: &str = "3600";
+const USAGE: &str = "usage: plant-store-admin create-table --name TABLE
+       plant-store-admin recount --table TABLE [--owner OWNER] [--apply]
+       plant-store-admin acceptance --url URL [--user-pool-id ID --client-id ID]";
 
 #[tokio::main(flavor = "current_thread")]
 async fn main() {
@@ -38,12 +29,6 @@ async fn main() {
     let required =
         |name: &str| option(name).unwrap_or_else(|| fail(&format!("--{name} is required")));
     let result = match command.as_str() {
-        "keygen" => keygen(&PathBuf::from(required("dir"))),
-        "token" => token(
-            &PathBuf::from(required("dir")),
-            &required("sub"),
-            &option("ttl").unwrap_or_else(|| DEFAULT_TTL_SECONDS.into()),
-        ),
         "create-table" => create(&required("name")).await,
         "recount" => {
             recount(
@@ -69,7 +54,7 @@ async fn main() {
 }
 
 fn fail(message: &str) -> ! {
-    eprintln!("plant-store-dev: {message}");
+    eprintln!("plant-store-admin: {message}");
     process::exit(2);
 }
 
@@ -90,45 +75,6 @@ fn parse_options(args: impl Iterator<Item = String>) -> Result<HashMap<String, S
     Ok(options)
 }
 
-fn keygen(dir: &Path) -> Result<(), String> {
-    fs::create_dir_all(dir).map_err(|error| format!("cannot create {}: {error}", dir.display()))?;
-    let key_path = dir.join(KEY_FILE);
-    let key = match fs::read_to_string(&key_path) {
-        Ok(pem) => DevKey::from_pkcs8_pem(Algorithm::EdDSA, &pem)?,
-        Err(_) => {
-            let key = DevKey::generate(Algorithm::EdDSA)?;
-            fs::write(&key_path, key.pkcs8_pem())
-                .map_err(|error| format!("cannot write {}: {error}", key_path.display()))?;
-            key
-        }
-    };
-    let jwks_path = dir.join(JWKS_FILE);
-    fs::write(&jwks_path, DevKey::jwks_json(&[&key]))
-        .map_err(|error| format!("cannot write {}: {error}", jwks_path.display()))?;
-    println!("{}", key.kid());
-    Ok(())
-}
-
-fn token(dir: &Path, sub: &str, ttl: &str) -> Result<(), String> {
-    let ttl: u64 = ttl
-        .parse()
-        .map_err(|_| "--ttl must be a number of seconds".to_owned())?;
-    let key_path = dir.join(KEY_FILE);
-    let pem = fs::read_to_string(&key_path).map_err(|error| {
-        format!(
-            "cannot read {} (run keygen first): {error}",
-            key_path.display()
-        )
-    })?;
-    let key = DevKey::from_pkcs8_pem(Algorithm::EdDSA, &pem)?;
-    let issuer = env::var("AUTH_ISSUER").map_err(|_| "AUTH_ISSUER must be set".to_owned())?;
-    let audience = env::var("AUTH_AUDIENCE")
-        .ok()
-        .filter(|value| !value.is_empty());
-    println!("{}", key.token(&issuer, audience.as_deref(), sub, ttl)?);
-    Ok(())
-}
-
 async fn create(table: &str) -> Result<(), String> {
     let sdk_config = aws_config::load_defaults(BehaviorVersion::latest()).await;
     let client = aws_sdk_dynamodb::Client::new(&sdk_config);
@@ -145,7 +91,7 @@ async fn recount(table: &str, owner: Option<&str>, apply: bool) -> Result<(), St
         .load()
         .await;
     let client = aws_sdk_dynamodb::Client::new(&sdk_config);
-    let summary = plant_store_dev::recount::recount(&client, table, owner, apply).await?;
+    let summary = plant_store_admin::recount::recount(&client, table, owner, apply).await?;
     let verb = if apply { "set" } else { "would set" };
     for (owner, counted, plants) in &summary.changes {
         let counted = counted.map_or("none".to_owned(), |count| count.to_string());

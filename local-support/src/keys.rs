@@ -1,7 +1,9 @@
-//! Local signing keys for development and tests: generate a key pair, publish
-//! its JWKS, mint tokens. The Lambda function never links this; it only
-//! verifies, against the key set it is configured with.
+//! The local issuer: signing keys generated here, their JWKS, and tokens
+//! minted in-process, for the local stack, the tests and the benchmark. The
+//! Lambda function never links this; it only verifies, against the key set
+//! it is configured with.
 
+use std::path::Path;
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use aws_lc_rs::encoding::AsDer;
@@ -11,27 +13,28 @@ use aws_lc_rs::signature::{
 };
 use base64::Engine;
 use base64::engine::general_purpose::{STANDARD, URL_SAFE_NO_PAD};
+pub use jsonwebtoken::Algorithm;
 use jsonwebtoken::jwk::{
     AlgorithmParameters, CommonParameters, EllipticCurve, EllipticCurveKeyParameters, Jwk, JwkSet,
     OctetKeyPairParameters, PublicKeyUse, RSAKeyParameters, ThumbprintHash,
 };
-use jsonwebtoken::{Algorithm, EncodingKey, Header};
+use jsonwebtoken::{EncodingKey, Header};
 use serde_json::json;
 
 /// A private signing key with its public JWK. The `kid` is the key's RFC 7638
 /// thumbprint, so the same key always gets the same `kid`.
-pub struct DevKey {
+pub struct SigningKey {
     algorithm: Algorithm,
     pkcs8_pem: String,
     encoding: EncodingKey,
     jwk: Jwk,
 }
 
-type DevKeyResult<T> = Result<T, String>;
+type KeyResult<T> = Result<T, String>;
 
-impl DevKey {
+impl SigningKey {
     /// A new random key for RS256, ES256 or EdDSA.
-    pub fn generate(algorithm: Algorithm) -> DevKeyResult<Self> {
+    pub fn generate(algorithm: Algorithm) -> KeyResult<Self> {
         let pkcs8 = match algorithm {
             Algorithm::EdDSA => Ed25519KeyPair::generate()
                 .and_then(|pair| pair.to_pkcs8v1())
@@ -48,8 +51,8 @@ impl DevKey {
         Self::from_pkcs8_pem(algorithm, &pem_encode(&pkcs8))
     }
 
-    /// Loads a key saved with [`DevKey::pkcs8_pem`].
-    pub fn from_pkcs8_pem(algorithm: Algorithm, pem: &str) -> DevKeyResult<Self> {
+    /// Loads a key saved with [`SigningKey::pkcs8_pem`].
+    pub fn from_pkcs8_pem(algorithm: Algorithm, pem: &str) -> KeyResult<Self> {
         let der = pem_decode(pem)?;
         let invalid = |_| format!("not a PKCS#8 {algorithm:?} private key");
         let (encoding, parameters) = match algorithm {
@@ -127,7 +130,7 @@ impl DevKey {
     }
 
     /// The JWKS document that publishes these keys' public halves.
-    pub fn jwks_json(keys: &[&DevKey]) -> String {
+    pub fn jwks_json(keys: &[&SigningKey]) -> String {
         let set = JwkSet {
             keys: keys.iter().map(|key| key.jwk.clone()).collect(),
         };
@@ -136,13 +139,13 @@ impl DevKey {
 
     /// Signs arbitrary claims (any JSON a serializer writes, even with a
     /// repeated key) with this key and its `kid`.
-    pub fn sign(&self, claims: &impl serde::Serialize) -> DevKeyResult<String> {
+    pub fn sign(&self, claims: &impl serde::Serialize) -> KeyResult<String> {
         self.sign_typed("JWT", claims)
     }
 
     /// [`Self::sign`] with the JOSE header's `typ` set to `typ` (RFC 9068's
     /// access tokens say `at+jwt`).
-    pub fn sign_typed(&self, typ: &str, claims: &impl serde::Serialize) -> DevKeyResult<String> {
+    pub fn sign_typed(&self, typ: &str, claims: &impl serde::Serialize) -> KeyResult<String> {
         let mut header = Header::new(self.algorithm);
         header.kid = Some(self.kid().to_owned());
         header.typ = Some(typ.to_owned());
@@ -156,13 +159,70 @@ impl DevKey {
         audience: Option<&str>,
         sub: &str,
         ttl_seconds: u64,
-    ) -> DevKeyResult<String> {
+    ) -> KeyResult<String> {
         let now = unix_now();
         let mut claims = json!({ "iss": issuer, "sub": sub, "iat": now, "exp": now + ttl_seconds });
         if let Some(audience) = audience {
             claims["aud"] = json!(audience);
         }
         self.sign(&claims)
+    }
+}
+
+/// The `iss` and `aud` of every local token, and so the function's
+/// `AUTH_ISSUER` and `AUTH_AUDIENCE` wherever it runs here.
+pub const ISSUER: &str = "https://plant-store.local";
+pub const AUDIENCE: &str = "plant-store";
+
+/// An issuer on this machine: its keys (the first signs; all are
+/// published) for [`ISSUER`] and [`AUDIENCE`].
+pub struct Issuer {
+    pub keys: Vec<SigningKey>,
+}
+
+impl Issuer {
+    const KEY_FILE: &str = "signing-key.pem";
+
+    /// New keys of these algorithms, for one run.
+    pub fn generate(algorithms: &[Algorithm]) -> Self {
+        let keys = algorithms.iter();
+        Self {
+            keys: keys
+                .map(|&algorithm| SigningKey::generate(algorithm).unwrap())
+                .collect(),
+        }
+    }
+
+    /// The Ed25519 key kept in `dir` (the local stack's, between runs).
+    pub fn load(dir: &Path) -> KeyResult<Self> {
+        let path = dir.join(Self::KEY_FILE);
+        let pem = std::fs::read_to_string(&path)
+            .map_err(|error| format!("cannot read {}: {error}", path.display()))?;
+        let key = SigningKey::from_pkcs8_pem(Algorithm::EdDSA, &pem)?;
+        Ok(Self { keys: vec![key] })
+    }
+
+    /// [`Self::load`], after making the key if `dir` has none.
+    pub fn load_or_create(dir: &Path) -> KeyResult<Self> {
+        if !dir.join(Self::KEY_FILE).exists() {
+            let key = SigningKey::generate(Algorithm::EdDSA)?;
+            std::fs::create_dir_all(dir).map_err(|error| error.to_string())?;
+            std::fs::write(dir.join(Self::KEY_FILE), key.pkcs8_pem())
+                .map_err(|error| error.to_string())?;
+        }
+        Self::load(dir)
+    }
+
+    /// The JWKS that publishes every key.
+    pub fn jwks(&self) -> String {
+        SigningKey::jwks_json(&self.keys.iter().collect::<Vec<_>>())
+    }
+
+    /// A token for `sub`, signed with the first key, valid for `ttl_seconds`.
+    pub fn token(&self, sub: &str, ttl_seconds: u64) -> String {
+        self.keys[0]
+            .token(ISSUER, Some(AUDIENCE), sub, ttl_seconds)
+            .unwrap()
     }
 }
 
@@ -186,7 +246,7 @@ fn pem_encode(der: &[u8]) -> String {
     format!("{PEM_BEGIN}\n{}\n{PEM_END}\n", lines.join("\n"))
 }
 
-fn pem_decode(pem: &str) -> DevKeyResult<Vec<u8>> {
+fn pem_decode(pem: &str) -> KeyResult<Vec<u8>> {
     let body = pem
         .trim()
         .strip_prefix(PEM_BEGIN)
@@ -205,8 +265,8 @@ mod tests {
     #[test]
     fn keys_round_trip_through_pem_with_a_stable_kid() {
         for algorithm in [Algorithm::EdDSA, Algorithm::ES256, Algorithm::RS256] {
-            let key = DevKey::generate(algorithm).unwrap();
-            let again = DevKey::from_pkcs8_pem(algorithm, key.pkcs8_pem()).unwrap();
+            let key = SigningKey::generate(algorithm).unwrap();
+            let again = SigningKey::from_pkcs8_pem(algorithm, key.pkcs8_pem()).unwrap();
             assert_eq!(key.kid(), again.kid());
             assert_eq!(key.jwk(), again.jwk());
         }

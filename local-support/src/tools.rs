@@ -1,7 +1,7 @@
 //! The tools the tasks use, installed on first use: Python-packaged tools
 //! in a virtual environment under `.tools/venv` (pinned in
-//! `xtask/requirements-tools.txt`), npm-packaged ones under `.tools/npm`
-//! (pinned in `xtask/npm-tools/package-lock.json`), cargo-installed ones
+//! `local-support/requirements-tools.txt`), npm-packaged ones under `.tools/npm`
+//! (pinned in `local-support/npm-tools/package-lock.json`), cargo-installed ones
 //! under `.tools/cargo`, and Debian's packages with apt-get (system-wide, or
 //! only unpacked into a folder).
 
@@ -28,14 +28,14 @@ pub fn path_with_tools() -> String {
 /// cargo-lambda, cfn-lint, sam, Schemathesis and the OpenAPI validator,
 /// reinstalled only when the pinned list changes.
 pub fn ensure_python_tools() -> Result {
-    ensure_venv("venv", "xtask/requirements-tools.txt")
+    ensure_venv("venv", "local-support/requirements-tools.txt")
 }
 
 /// Checkov, the security scanner, in a virtual environment of its own
-/// (`.tools/checkov`, pinned in `xtask/requirements-checkov.txt`): its many
+/// (`.tools/checkov`, pinned in `local-support/requirements-checkov.txt`): its many
 /// dependencies are pinned apart from SAM's. Returns the command.
 pub fn ensure_checkov() -> Result<PathBuf> {
-    ensure_venv("checkov", "xtask/requirements-checkov.txt")?;
+    ensure_venv("checkov", "local-support/requirements-checkov.txt")?;
     Ok(tools_dir().join("checkov/bin/checkov"))
 }
 
@@ -74,10 +74,10 @@ pub fn ensure_spectral() -> Result<PathBuf> {
     Ok(ensure_npm_tools()?.join("spectral"))
 }
 
-/// The npm-packaged tools of `xtask/npm-tools` in `.tools/npm`, reinstalled
+/// The npm-packaged tools of `local-support/npm-tools` in `.tools/npm`, reinstalled
 /// only when the lock file changes; returns the folder of their commands.
 fn ensure_npm_tools() -> Result<PathBuf> {
-    let pinned = root().join("xtask/npm-tools");
+    let pinned = root().join("local-support/npm-tools");
     let prefix = tools_dir().join("npm");
     let lock = std::fs::read(pinned.join("package-lock.json"))?;
     let installed_lock = prefix.join("package-lock.json");
@@ -174,6 +174,21 @@ pub fn new_temp_dir(prefix: &str) -> Result<PathBuf> {
         }
     }
     unreachable!()
+}
+
+/// A folder of [`new_temp_dir`]'s, removed with what it holds on drop.
+pub struct TempDir(pub PathBuf);
+
+impl TempDir {
+    pub fn new(prefix: &str) -> Result<Self> {
+        new_temp_dir(prefix).map(Self)
+    }
+}
+
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
 }
 
 /// haproxy, from Debian's packages.

@@ -1,19 +1,25 @@
 //! `sam local` on this machine: a container engine, arm64 emulation, the
 //! Lambda base image made here from Debian's packages, and DynamoDB Local
-//! reachable from the containers. Nothing here pulls an image or opens a
-//! port beyond this machine (docs/sam-local.md). Everything it starts or
-//! changes is undone when the task ends ([`xtask::process::on_exit`]).
+//! reachable from the containers, prepared once ([`SamLocal::prepare`]);
+//! then `sam build`'s artifact in the Lambda container, through `sam local
+//! start-api` and `sam local invoke`, for the tasks and the tests alike
+//! (the full run hands what it prepared to the tests in one variable,
+//! [`SamLocal::handover`]). Nothing here pulls an image or opens a port
+//! beyond this machine (docs/sam-local.md). Everything it starts or changes
+//! is undone when the task ends ([`crate::process::on_exit`]).
 
 use std::io::Write;
 use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
-use xtask::process::{Started, Stop, on_exit, output, run, start, succeeds, tail};
-use xtask::tools::{ensure_qemu_arm64, new_temp_dir, unpack_debian_packages};
-use xtask::{Result, log, root, tools_dir};
+use serde_json::json;
 
-use crate::stack::{Stack, start_haproxy, wait_for_function};
+use crate::function::{Env, wait_until_answering};
+use crate::process::{Started, Stop, on_exit, output, run, start, succeeds, tail};
+use crate::tls_front::start_haproxy;
+use crate::tools::{ensure_qemu_arm64, new_temp_dir, unpack_debian_packages};
+use crate::{Result, log, root, tools_dir};
 
 /// Debian's container engine, unpacked (not installed) into .tools/engine.
 const ENGINE_PACKAGES: [&str; 4] = ["docker.io", "containerd", "runc", "tini"];
@@ -26,14 +32,18 @@ const BASE_IMAGE_TOOLS: [&str; 8] = ["sh", "mv", "chmod", "cp", "rm", "ls", "cat
 /// Where Amazon Linux keeps the CA bundle.
 const BASE_IMAGE_CA_BUNDLE: &str = "etc/pki/tls/certs/ca-bundle.crt";
 const BASE_IMAGE_DIRS: [&str; 4] = ["var/task", "var/runtime", "opt", "tmp"];
+/// The function's logical id in template.yaml.
+const FUNCTION: &str = "PlantsFunction";
+/// The variable that hands a prepared `sam local` to a child process.
+const HANDOVER: &str = "PLANT_STORE_SAM_LOCAL";
 
-/// What `sam local` needs here, ready: the engine's address, the options
-/// every `sam local` command takes, and DynamoDB Local's URL as the
-/// containers reach it.
+/// What `sam local` needs here, ready: the engine's address (and Debian's
+/// binaries first on PATH when they are the ones running), the base image,
+/// and DynamoDB Local's URL as the containers reach it.
 pub struct SamLocal {
     docker_host: Option<String>,
     path: String,
-    pub options: Vec<String>,
+    image: String,
     pub dynamodb_url: String,
 }
 
@@ -43,30 +53,36 @@ impl SamLocal {
     pub fn prepare(dynamodb_port: u16) -> Result<Self> {
         let mut sam = ensure_container_engine()?;
         ensure_arm64_emulation()?;
-        let image = sam.ensure_lambda_base_image()?;
+        sam.image = sam.ensure_lambda_base_image()?;
         sam.dynamodb_url = sam.forward_from_bridge(dynamodb_port)?;
-        sam.options = [
-            "--template",
-            &root()
-                .join(".aws-sam/build/template.yaml")
-                .display()
-                .to_string(),
-            "--invoke-image",
-            &image,
-            "--skip-pull-image",
-            "--container-host-interface",
-            "127.0.0.1",
-            "--parameter-overrides",
-            "CreateUserPool=false",
-        ]
-        .map(String::from)
-        .to_vec();
         Ok(sam)
     }
 
-    /// A command that reaches the engine (DOCKER_HOST, and Debian's
-    /// binaries first on PATH when they are the ones running).
-    pub fn command(&self, program: &str) -> Command {
+    /// The variable that gives a child process (the tests that run `sam
+    /// local`) this preparation: [`Self::from_env`] reads it.
+    pub fn handover(&self) -> (&'static str, String) {
+        let prepared = json!([self.docker_host, self.path, self.image, self.dynamodb_url]);
+        (HANDOVER, prepared.to_string())
+    }
+
+    /// What the full run prepared; `Err` says that it did not.
+    pub fn from_env() -> Result<Self, String> {
+        let missing =
+            || format!("{HANDOVER} is not set: the full run (scripts/test) prepares sam local");
+        let prepared: serde_json::Value =
+            serde_json::from_str(&std::env::var(HANDOVER).map_err(|_| missing())?)
+                .map_err(|_| missing())?;
+        let text = |index: usize| prepared[index].as_str().map(str::to_owned);
+        Ok(Self {
+            docker_host: text(0),
+            path: text(1).ok_or_else(missing)?,
+            image: text(2).ok_or_else(missing)?,
+            dynamodb_url: text(3).ok_or_else(missing)?,
+        })
+    }
+
+    /// A command that reaches the engine.
+    fn command(&self, program: &str) -> Command {
         let mut command = Command::new(program);
         command.env("PATH", &self.path);
         if let Some(host) = &self.docker_host {
@@ -75,17 +91,130 @@ impl SamLocal {
         command
     }
 
-    /// The environment `sam local` and the tests that run it need.
-    pub fn env(&self) -> Vec<(String, String)> {
-        let mut env = vec![("PATH".to_owned(), self.path.clone())];
-        if let Some(host) = &self.docker_host {
-            env.push(("DOCKER_HOST".to_owned(), host.clone()));
-        }
-        env
-    }
-
     fn docker(&self) -> Command {
         self.command("docker")
+    }
+
+    /// `sam local SUBCOMMAND` on the built template and the base image, with
+    /// these template parameters (`NAME=VALUE`), and the function's
+    /// environment `env` as the `--env-vars` file `env_file` (with the endpoint
+    /// the containers reach; `sam local` applies only the variables the
+    /// template declares, and takes credentials and region from its own
+    /// environment, which `env` also gives it).
+    fn sam(
+        &self,
+        subcommand: &str,
+        parameters: &[&str],
+        env: &Env,
+        env_file: &Path,
+    ) -> Result<Command> {
+        let mut variables = serde_json::Map::new();
+        for (name, value) in env.vars() {
+            variables.insert(name.clone(), value.as_str().into());
+        }
+        variables.insert(
+            "AWS_ENDPOINT_URL_DYNAMODB".into(),
+            self.dynamodb_url.as_str().into(),
+        );
+        std::fs::create_dir_all(env_file.parent().unwrap())?;
+        std::fs::write(env_file, json!({ FUNCTION: variables }).to_string())?;
+        let mut command = env.command("sam");
+        command
+            .args(["local", subcommand, "--template"])
+            .arg(root().join(".aws-sam/build/template.yaml"))
+            .args(["--invoke-image", &self.image, "--skip-pull-image"])
+            .args(["--container-host-interface", "127.0.0.1"])
+            .args(["--parameter-overrides", "CreateUserPool=false"])
+            .args(parameters)
+            .arg("--env-vars")
+            .arg(env_file)
+            .env("PATH", &self.path);
+        if let Some(host) = &self.docker_host {
+            command.env("DOCKER_HOST", host);
+        }
+        Ok(command)
+    }
+
+    /// `sam local start-api` on 127.0.0.1:`port`, with one warm container
+    /// started at once (EAGER) and no file watching, its output in `log`
+    /// (else on the terminal), once the function answers.
+    pub fn start_api(
+        &self,
+        env: &Env,
+        port: u16,
+        parameters: &[&str],
+        log: Option<&Path>,
+    ) -> Result<Started> {
+        let env_file = tools_dir().join(format!("sam-local/env-{port}.json"));
+        let mut command = self.sam("start-api", parameters, env, &env_file)?;
+        command
+            .args(["--host", "127.0.0.1", "--port", &port.to_string()])
+            .args(["--warm-containers", "EAGER", "--no-watch"]);
+        if let Some(log) = log {
+            let file = std::fs::File::create(log)?;
+            command.stdout(file.try_clone()?).stderr(file);
+        }
+        // SAM (1.170) takes over 30 s to end on SIGTERM or SIGINT with a
+        // warm container: it is killed after a short grace, and the
+        // containers it leaves are removed (remove_lambda_containers).
+        let api = start(
+            "sam local start-api",
+            &mut command,
+            Stop::terminate(Duration::from_secs(3)),
+        )?;
+        wait_until_answering(port, &api, Duration::from_secs(300)).map_err(|error| {
+            let printed = log.map(|log| tail(log, 60)).unwrap_or_default();
+            format!("{error}\n{printed}")
+        })?;
+        Ok(api)
+    }
+
+    /// `sam local invoke` of `event` (its files in `dir`): the function's
+    /// response document. Each invoke is a cold container whose `bootstrap`
+    /// runs under qemu-user, ten or more times slower than on an arm64 CPU,
+    /// within the template's 10 s timeout: when the emulator reports that
+    /// timeout, the event is sent once more (every sample event's request
+    /// is safe to repeat).
+    pub fn invoke(&self, event: &str, env: &Env, dir: &Path) -> Result<serde_json::Value> {
+        let event_file = dir.join("event.json");
+        std::fs::create_dir_all(dir)?;
+        std::fs::write(&event_file, event)?;
+        for attempt in 1..=2 {
+            let printed = self
+                .sam("invoke", &[], env, &dir.join("env.json"))?
+                .arg("--event")
+                .arg(&event_file)
+                .arg(FUNCTION)
+                .output()?;
+            let (stdout, stderr) = (
+                String::from_utf8_lossy(&printed.stdout),
+                String::from_utf8_lossy(&printed.stderr),
+            );
+            // sam prints the function's response on stdout, its own lines
+            // and the function's log on stderr.
+            if let Some(response) = stdout
+                .lines()
+                .rev()
+                .find_map(|line| serde_json::from_str(line).ok())
+            {
+                return Ok(response);
+            }
+            if attempt == 2 || !stderr.contains("timed out after") {
+                return Err(format!(
+                    "sam local invoke printed no response ({}, attempt {attempt}):\n{stdout}\n{stderr}",
+                    printed.status
+                )
+                .into());
+            }
+            log!("sam local invoke timed out under emulation; once more:\n{stderr}");
+        }
+        unreachable!()
+    }
+
+    /// Removes what `sam local` ran from the base image (SAM removes its
+    /// own containers when it stops cleanly; this also covers a killed run).
+    pub fn remove_lambda_containers(&self) {
+        remove_lambda_containers(self.docker());
     }
 
     /// The base image's name, building it once: its tag is a hash of its
@@ -189,62 +318,9 @@ impl SamLocal {
         log!(
             "forwarding {gateway}:{port} (the containers' gateway) to DynamoDB Local on 127.0.0.1:{port}"
         );
-        start_haproxy(
-            &format!("{gateway}:{port}"),
-            port,
-            &tools_dir().join("sam-local"),
-            &format!("http://{gateway}:{port}/"),
-            &[],
-        )?;
+        let address = format!("{gateway}:{port}");
+        start_haproxy(&address, "", port, &tools_dir().join("sam-local"))?;
         Ok(format!("http://{gateway}:{port}"))
-    }
-
-    /// The `--env-vars` file for the function as the stack configured it,
-    /// with the endpoint the containers reach. `sam local` applies only
-    /// variables the template declares.
-    pub fn write_env_vars(&self, stack: &Stack, file: &Path) -> Result {
-        let mut variables = serde_json::Map::new();
-        for name in ["PLANTS_TABLE", "AUTH_ISSUER", "AUTH_AUDIENCE", "AUTH_JWKS"] {
-            variables.insert(name.to_owned(), stack.get(name).into());
-        }
-        variables.insert(
-            "AWS_ENDPOINT_URL_DYNAMODB".to_owned(),
-            self.dynamodb_url.clone().into(),
-        );
-        let document = serde_json::json!({ "PlantsFunction": variables });
-        std::fs::create_dir_all(file.parent().unwrap())?;
-        Ok(std::fs::write(file, document.to_string())?)
-    }
-
-    /// `sam local start-api` on 127.0.0.1:`port`, with one warm container
-    /// started at once (EAGER) and no file watching, once the function
-    /// answers.
-    pub fn start_api(&self, stack: &Stack, port: u16, output: Option<&Path>) -> Result<Started> {
-        let env_file = tools_dir().join(format!("sam-local/env-{port}.json"));
-        self.write_env_vars(stack, &env_file)?;
-        let mut command = stack.command("sam");
-        command
-            .args(["local", "start-api"])
-            .args(&self.options)
-            .arg("--env-vars")
-            .arg(&env_file)
-            .args(["--host", "127.0.0.1", "--port", &port.to_string()])
-            .args(["--warm-containers", "EAGER", "--no-watch"])
-            .envs(self.env());
-        if let Some(path) = output {
-            let file = std::fs::File::create(path)?;
-            command.stdout(file.try_clone()?).stderr(file);
-        }
-        // SAM (1.170) takes over 30 s to end on SIGTERM or SIGINT with a
-        // warm container; the containers it leaves when killed are removed
-        // with the engine's other clean-up (remove_lambda_containers).
-        let api = start(
-            "sam local start-api",
-            &mut command,
-            Stop::terminate(Duration::from_secs(3)),
-        )?;
-        wait_for_function(port, &api, Duration::from_secs(300))?;
-        Ok(api)
     }
 }
 
@@ -270,7 +346,7 @@ fn ensure_container_engine() -> Result<SamLocal> {
     let mut sam = SamLocal {
         docker_host: std::env::var("DOCKER_HOST").ok(),
         path,
-        options: Vec::new(),
+        image: String::new(),
         dynamodb_url: String::new(),
     };
     let answers = |sam: &SamLocal| succeeds(sam.command("timeout").args(["10", "docker", "info"]));

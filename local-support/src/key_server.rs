@@ -58,6 +58,12 @@ impl KeyServer {
         }
     }
 
+    /// Its port on 127.0.0.1.
+    pub fn port(&self) -> u16 {
+        let address = self.jwks_url.trim_start_matches("http://127.0.0.1:");
+        address.split('/').next().unwrap().parse().unwrap()
+    }
+
     pub fn set(&self, behaviour: Behaviour) {
         *self.behaviour.lock().unwrap() = behaviour;
     }

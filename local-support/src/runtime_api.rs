@@ -24,6 +24,7 @@ use tokio::process::{Child, Command};
 use tokio::sync::{mpsc, oneshot, watch};
 use tokio::task::JoinHandle;
 
+use crate::function::Env;
 use crate::http_server::{Reply, body_bytes, listen, respond, serve};
 
 const PREFIX: &str = "/2018-06-01/runtime";
@@ -86,7 +87,7 @@ pub struct Invoked {
 impl LambdaProcess {
     /// Starts `command` as Lambda starts a `bootstrap`: with only the Lambda
     /// environment and `env`; returns once it asks for its first event.
-    pub async fn start(command: &[String], env: &[(String, String)]) -> Self {
+    pub async fn start(command: &[String], env: &Env) -> Self {
         let (listener, address) = listen().await;
         let (submit, queue) = mpsc::unbounded_channel();
         let state = Arc::new(State {
@@ -112,7 +113,7 @@ impl LambdaProcess {
             .env("AWS_LAMBDA_FUNCTION_VERSION", "$LATEST")
             .env("AWS_LAMBDA_LOG_GROUP_NAME", "/aws/lambda/plant-store")
             .env("AWS_LAMBDA_LOG_STREAM_NAME", "local")
-            .envs(env.iter().map(|(name, value)| (name, value)))
+            .envs(env.vars().iter().map(|(name, value)| (name, value)))
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())

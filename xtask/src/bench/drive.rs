@@ -1,0 +1,471 @@
+//! Driving the functions: cold starts interleaved with warm requests
+//! ([`cold_start`]), requests handed out at once ([`throughput`]), and a
+//! burst of creates ([`burst`]); each hands its figures to `report`.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use plant_store_local_support::Result;
+use plant_store_local_support::function::Env;
+use plant_store_local_support::process::output;
+use plant_store_local_support::runtime_api::LambdaProcess;
+use serde_json::{Value, json};
+
+use super::billing::billed;
+use super::report::{median, percentile, render_cold, render_throughput, write_results};
+use super::{Measured, Settings, Setup};
+use crate::stack::debug_binary;
+
+/// The DynamoDB Local JVM speeds up as it compiles its hot paths: warm
+/// requests that prime it before anything is measured.
+pub const PRIME_REQUESTS: usize = 300;
+/// Requests that warm each throughput batch's process (connection, TLS).
+const BATCH_PRIME: usize = 20;
+pub const CONCURRENCY: [usize; 2] = [1, 8];
+
+fn post_event(template: &Value, plant_id: u64) -> String {
+    let mut event = template.clone();
+    let body = json!({"id": plant_id, "name": "Fern", "tag": "bench"}).to_string();
+    event["headers"]["content-length"] = body.len().to_string().into();
+    event["body"] = body.into();
+    event.to_string()
+}
+
+fn command_of(binary: &Path) -> Vec<String> {
+    vec![binary.display().to_string()]
+}
+
+async fn invoke_ok(process: &LambdaProcess, name: &str, event: &str) -> Result<Duration> {
+    let invoked = process.invoke(event).await;
+    let status = invoked.response["statusCode"].as_u64();
+    if status != Some(200) {
+        return Err(format!("{name}: status {status:?}: {}", invoked.response).into());
+    }
+    Ok(invoked.duration)
+}
+
+fn plant_ids() -> impl FnMut() -> u64 {
+    let mut next = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_micros() as u64;
+    move || {
+        next += 1;
+        next
+    }
+}
+
+fn ms(duration: Duration) -> f64 {
+    duration.as_secs_f64() * 1000.0
+}
+
+#[derive(Default)]
+struct ColdSamples {
+    init: Vec<f64>,
+    first: Vec<f64>,
+    total: Vec<f64>,
+    get: Vec<f64>,
+    post: Vec<f64>,
+    /// What each warm GET and POST was billed: (write units, read units).
+    get_units: Vec<(f64, f64)>,
+    post_units: Vec<(f64, f64)>,
+}
+
+pub async fn cold_start(
+    setup: &Setup,
+    settings: &Settings,
+    extra: serde_json::Map<String, Value>,
+) -> Result {
+    // One warm environment per function, kept for the whole run.
+    let mut warm = Vec::new();
+    for function in &setup.functions {
+        warm.push(LambdaProcess::start(&command_of(&function.binary), &function.env).await);
+    }
+    let mut samples: Vec<ColdSamples> = setup
+        .functions
+        .iter()
+        .map(|_| ColdSamples::default())
+        .collect();
+    let mut next_id = plant_ids();
+    let mut warm_round = async |samples: &mut Vec<ColdSamples>, record: bool| -> Result {
+        for (index, function) in setup.functions.iter().enumerate() {
+            let name = &function.name;
+            // A new plant for each function: every POST is an accepted
+            // create (the same id again would be a retry, another path).
+            let post = post_event(&setup.post_template, next_id());
+            let before_get = setup.recorder.call_count();
+            let get = invoke_ok(&warm[index], name, &setup.get_event).await?;
+            let before_post = setup.recorder.call_count();
+            let posted = invoke_ok(&warm[index], name, &post).await?;
+            if record {
+                let calls = setup.recorder.calls_since(before_get);
+                let (get_calls, post_calls) = calls.split_at(before_post - before_get);
+                samples[index].get.push(ms(get));
+                samples[index].post.push(ms(posted));
+                samples[index].get_units.push(billed(get_calls));
+                samples[index].post_units.push(billed(post_calls));
+            }
+        }
+        Ok(())
+    };
+    for _ in 0..settings.prime {
+        warm_round(&mut samples, false).await?;
+    }
+    // Each round: one cold start of every function (in a rotating order),
+    // then a share of the warm requests, so that cold and warm figures meet
+    // the same machine and the same store.
+    let per_round = settings.warm.div_ceil(settings.rounds);
+    let count = setup.functions.len();
+    for round in 0..settings.rounds {
+        for index in (0..count).map(|offset| (round + offset) % count) {
+            let function = &setup.functions[index];
+            let process = LambdaProcess::start(&command_of(&function.binary), &function.env).await;
+            let first = invoke_ok(&process, &function.name, &setup.get_event).await?;
+            let cold = &mut samples[index];
+            cold.init.push(ms(process.init_duration()));
+            cold.first.push(ms(first));
+            cold.total.push(ms(process.init_duration() + first));
+        }
+        for _ in 0..per_round {
+            warm_round(&mut samples, true).await?;
+        }
+    }
+
+    let mut functions = serde_json::Map::new();
+    for (index, function) in setup.functions.iter().enumerate() {
+        let cold = std::mem::take(&mut samples[index]);
+        let mean = |units: &[(f64, f64)], pick: fn(&(f64, f64)) -> f64| {
+            units.iter().map(pick).sum::<f64>() / units.len().max(1) as f64
+        };
+        let post_write_units = mean(&cold.post_units, |units| units.0);
+        let get_read_units = mean(&cold.get_units, |units| units.1);
+        functions.insert(
+            function.name.clone(),
+            json!({
+                "init_ms": median(cold.init),
+                "first_invocation_ms": median(cold.first),
+                "cold_total_ms": median(cold.total),
+                "warm_get_p50_ms": percentile(cold.get.clone(), 0.50),
+                "warm_get_p99_ms": percentile(cold.get, 0.99),
+                "warm_post_p50_ms": percentile(cold.post.clone(), 0.50),
+                "warm_post_p99_ms": percentile(cold.post, 0.99),
+                "write_units_per_create": post_write_units,
+                "read_units_per_get": get_read_units,
+                "peak_rss_mib": warm[index].peak_rss_kib() as f64 / 1024.0,
+                "binary_bytes": function.binary.metadata()?.len(),
+            }),
+        );
+    }
+    let mut figures = json!({
+        "rounds": settings.rounds,
+        "warm_requests": per_round * settings.rounds,
+        "functions": functions,
+        // Checked against X-Ray's schema as they arrive.
+        "xray_documents": setup.xray.documents().len(),
+    });
+    figures.as_object_mut().unwrap().extend(extra);
+    write_results(
+        &setup.results_dir,
+        "cold_start",
+        &render_cold(&figures),
+        &figures,
+    )
+}
+
+/// `creates` creates, 16 in flight in one process of the function with the
+/// bound (the deployed default), by one owner and then by 16 owners
+/// between them: refusals and throughput; then whether each owner's plants
+/// and count are exact (the listing, and `plant-store-dev recount` finding
+/// nothing to set).
+pub async fn burst(setup: &Setup, settings: &Settings) -> Result {
+    const IN_FLIGHT: usize = 16;
+    let function = setup
+        .functions
+        .iter()
+        .find(|function| function.name == "function")
+        .ok_or("no function to burst")?;
+    let mut env = function.env.clone();
+    env.remove("MAX_PLANTS_PER_OWNER")
+        .set("AWS_LAMBDA_MAX_CONCURRENCY", &IN_FLIGHT.to_string());
+    let mut next_id = plant_ids();
+    let run = std::process::id();
+    let mut shapes = serde_json::Map::new();
+    for owners in [1, IN_FLIGHT] {
+        let names: Vec<String> = (0..owners)
+            .map(|n| format!("burst-{run}-{owners}-{n}"))
+            .collect();
+        let tokens: Vec<String> = names
+            .iter()
+            .map(|name| setup.issuer.token(name, 3600))
+            .collect();
+        let process = Arc::new(LambdaProcess::start(&command_of(&function.binary), &env).await);
+        let started = Instant::now();
+        let mut answers = tokio::task::JoinSet::new();
+        let mut statuses = Vec::new();
+        for create in 0..settings.burst {
+            let mut event: Value = setup.post_template.clone();
+            event["headers"]["authorization"] =
+                format!("Bearer {}", tokens[create % owners]).into();
+            let event = post_event(&event, next_id());
+            if answers.len() == IN_FLIGHT {
+                statuses.push(answers.join_next().await.ok_or("a create")??);
+            }
+            let process = process.clone();
+            let owner = create % owners;
+            answers.spawn(async move {
+                let invoked = process.invoke(&event).await;
+                let status = invoked.response["statusCode"].as_u64().unwrap_or_default();
+                (owner, status)
+            });
+        }
+        while let Some(status) = answers.join_next().await {
+            statuses.push(status?);
+        }
+        let elapsed = started.elapsed().as_secs_f64();
+        let refused = statuses.iter().filter(|(_, status)| *status != 200).count();
+        let mut exact = true;
+        for (owner, (name, token)) in names.iter().zip(&tokens).enumerate() {
+            let mut list: Value = serde_json::from_str(&setup.get_event)?;
+            list["rawQueryString"] = "limit=1000".into();
+            list["headers"]["authorization"] = format!("Bearer {token}").into();
+            let listed = process.invoke(&list.to_string()).await;
+            let body: Value =
+                serde_json::from_str(listed.response["body"].as_str().unwrap_or("[]"))?;
+            let created = statuses
+                .iter()
+                .filter(|(by, status)| *by == owner && *status == 200)
+                .count();
+            exact &= body.as_array().map_or(0, Vec::len) == created;
+            let recount = output(
+                setup
+                    .stack
+                    .env
+                    .command(debug_binary("plant-store-admin")?)
+                    .args(["recount", "--table", "bench-plants", "--owner", name]),
+            )?;
+            exact &= recount.contains("1 counts right, 0 would set");
+        }
+        shapes.insert(
+            format!("owners_{owners}"),
+            json!({
+                "creates": statuses.len(),
+                "refused": refused,
+                "creates_per_second": statuses.len() as f64 / elapsed,
+                "plants_and_counts_exact": exact,
+            }),
+        );
+    }
+    let figures = json!({"in_flight": IN_FLIGHT, "shapes": shapes});
+    let shape = |owners: usize| &figures["shapes"][format!("owners_{owners}")];
+    let report = [1, IN_FLIGHT]
+        .map(|owners| {
+            let shape = shape(owners);
+            format!(
+                "burst, {owners:>2} owner(s): {} creates, {} refused, {:.0} creates/s, plants and counts exact: {}",
+                shape["creates"], shape["refused"], shape["creates_per_second"].as_f64().unwrap_or_default(),
+                shape["plants_and_counts_exact"]
+            )
+        })
+        .join("\n");
+    write_results(&setup.results_dir, "burst", &report, &figures)
+}
+
+/// CPU seconds (user + system) a process has used, from /proc.
+fn cpu_seconds(pid: u32) -> f64 {
+    let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
+        return 0.0;
+    };
+    let fields: Vec<&str> = stat
+        .rsplit_once(')')
+        .map_or("", |(_, rest)| rest)
+        .split_whitespace()
+        .collect();
+    let ticks: f64 = fields.get(11..13).map_or(0.0, |times| {
+        times
+            .iter()
+            .filter_map(|time| time.parse::<f64>().ok())
+            .sum()
+    });
+    // SAFETY: sysconf has no preconditions.
+    ticks / unsafe { libc::sysconf(libc::_SC_CLK_TCK) } as f64
+}
+
+/// Pids of the processes whose command line contains `marker`.
+fn processes(marker: &str) -> Vec<u32> {
+    std::fs::read_dir("/proc")
+        .into_iter()
+        .flatten()
+        .flatten()
+        .filter_map(|entry| entry.file_name().to_str()?.parse::<u32>().ok())
+        .filter(|pid| {
+            std::fs::read(format!("/proc/{pid}/cmdline")).is_ok_and(|cmdline| {
+                cmdline
+                    .windows(marker.len())
+                    .any(|window| window == marker.as_bytes())
+            })
+        })
+        .collect()
+}
+
+/// (busy, total) jiffies of the whole machine, all cores.
+fn machine_cpu() -> (u64, u64) {
+    let stat = std::fs::read_to_string("/proc/stat").unwrap_or_default();
+    let values: Vec<u64> = stat
+        .lines()
+        .next()
+        .unwrap_or_default()
+        .split_whitespace()
+        .skip(1)
+        .filter_map(|value| value.parse().ok())
+        .collect();
+    let total: u64 = values.iter().sum();
+    let idle = values.get(3).unwrap_or(&0) + values.get(4).unwrap_or(&0);
+    (total - idle, total)
+}
+
+/// Who works for each request on this machine besides the function.
+const NEIGHBOURS: [(&str, &str); 2] = [
+    ("dynamodb_local", "DynamoDBLocal.jar"),
+    ("haproxy", "haproxy"),
+];
+
+/// One environment at this concurrency, primed, then every event handed
+/// out at once: requests per second, the most in flight, peak RSS, the
+/// function's CPU time per request, how busy the machine was, and the
+/// cores each process used.
+async fn batch(binary: &Path, env: &Env, concurrency: usize, events: Vec<String>) -> Result<Value> {
+    let env = env.with("AWS_LAMBDA_MAX_CONCURRENCY", &concurrency.to_string());
+    let process = Arc::new(LambdaProcess::start(&command_of(binary), &env).await);
+    for event in &events[..BATCH_PRIME] {
+        invoke_ok(&process, "primer", event).await?;
+    }
+    let measured = &events[BATCH_PRIME..];
+    let mut pids: BTreeMap<&str, Vec<u32>> = NEIGHBOURS
+        .iter()
+        .map(|(name, marker)| (*name, processes(marker)))
+        .collect();
+    pids.insert("function", vec![process.pid()]);
+    pids.insert("stand_in", vec![std::process::id()]);
+    let cpu = |pids: &BTreeMap<&str, Vec<u32>>| -> BTreeMap<String, f64> {
+        pids.iter()
+            .map(|(name, found)| {
+                (
+                    name.to_string(),
+                    found.iter().map(|&pid| cpu_seconds(pid)).sum(),
+                )
+            })
+            .collect()
+    };
+    let cpu_before = cpu(&pids);
+    let machine_before = machine_cpu();
+    let started = Instant::now();
+    let mut answers = tokio::task::JoinSet::new();
+    for event in measured {
+        let (process, event) = (process.clone(), event.clone());
+        answers.spawn(async move { invoke_ok(&process, "function", &event).await });
+    }
+    while let Some(answer) = answers.join_next().await {
+        answer??;
+    }
+    let elapsed = started.elapsed().as_secs_f64();
+    let cpu_after = cpu(&pids);
+    let machine_after = machine_cpu();
+    let cores: BTreeMap<String, f64> = cpu_after
+        .iter()
+        .map(|(name, after)| (name.clone(), (after - cpu_before[name]) / elapsed))
+        .collect();
+    let (busy, total) = (
+        machine_after.0 - machine_before.0,
+        machine_after.1 - machine_before.1,
+    );
+    Ok(json!({
+        "requests_per_second": measured.len() as f64 / elapsed,
+        "max_in_flight": process.max_in_flight(),
+        "peak_rss_mib": process.peak_rss_kib() as f64 / 1024.0,
+        "cpu_ms_per_request": cores["function"] * elapsed * 1000.0 / measured.len() as f64,
+        "machine_busy_percent": 100.0 * busy as f64 / total.max(1) as f64,
+        "cores_used": cores,
+    }))
+}
+
+pub async fn throughput(setup: &Setup, settings: &Settings) -> Result {
+    let measured: Vec<&Measured> = setup
+        .functions
+        .iter()
+        .filter(|function| {
+            ["function", "minimal", "before-inline"].contains(&function.name.as_str())
+        })
+        .collect();
+    let mut next_id = plant_ids();
+    let count = settings.batch + BATCH_PRIME;
+    // Reads and writes apart: DynamoDB Local serialises writes.
+    let mut samples: BTreeMap<(&str, &str, usize), Vec<Value>> = BTreeMap::new();
+    for round in 0..settings.batches {
+        let order: Vec<_> = if round % 2 == 0 {
+            measured.clone()
+        } else {
+            measured.iter().rev().copied().collect()
+        };
+        for workload in ["GET", "POST"] {
+            for function in &order {
+                for level in CONCURRENCY {
+                    let events = match workload {
+                        "GET" => vec![setup.get_event.clone(); count],
+                        _ => (0..count)
+                            .map(|_| post_event(&setup.post_template, next_id()))
+                            .collect(),
+                    };
+                    let figure = batch(&function.binary, &function.env, level, events).await?;
+                    samples
+                        .entry((workload, function.name.as_str(), level))
+                        .or_default()
+                        .push(figure);
+                }
+            }
+        }
+    }
+    let mut workloads = json!({});
+    for ((workload, name, level), runs) in &samples {
+        let median_of =
+            |key: &str| median(runs.iter().map(|run| run[key].as_f64().unwrap()).collect());
+        let max_of = |key: &str| {
+            runs.iter()
+                .map(|run| run[key].as_f64().unwrap())
+                .fold(0.0, f64::max)
+        };
+        let cores: serde_json::Map<String, Value> = runs[0]["cores_used"]
+            .as_object()
+            .unwrap()
+            .keys()
+            .map(|process| {
+                let used = median(
+                    runs.iter()
+                        .map(|run| run["cores_used"][process].as_f64().unwrap())
+                        .collect(),
+                );
+                (process.clone(), used.into())
+            })
+            .collect();
+        workloads[*workload][*name][format!("concurrency_{level}")] = json!({
+            "requests_per_second": median_of("requests_per_second"),
+            "cpu_ms_per_request": median_of("cpu_ms_per_request"),
+            "machine_busy_percent": median_of("machine_busy_percent"),
+            "max_in_flight": max_of("max_in_flight"),
+            "peak_rss_mib": max_of("peak_rss_mib"),
+            "cores_used": cores,
+        });
+    }
+    let figures = json!({
+        "requests_per_batch": settings.batch,
+        "rounds": settings.batches,
+        "workloads": workloads,
+    });
+    write_results(
+        &setup.results_dir,
+        "throughput",
+        &render_throughput(&figures),
+        &figures,
+    )
+}

@@ -1,0 +1,98 @@
+//! The local stack for a person: `cargo xtask dev` (the function under
+//! `cargo lambda watch`), `cargo xtask sam-local` (the artifact under `sam
+//! local start-api`) and `cargo xtask token OWNER`.
+
+use std::path::PathBuf;
+
+use plant_store_local_support::keys::Issuer;
+use plant_store_local_support::process::Started;
+use plant_store_local_support::sam_local::SamLocal;
+use plant_store_local_support::tools::ensure_python_tools;
+use plant_store_local_support::{Result, log, root};
+
+use crate::artifact::sam_build;
+use crate::stack::Stack;
+
+const DEV_OWNER: &str = "local-user";
+const TOKEN_TTL_SECONDS: u64 = 86_400;
+
+/// The local stack's signing key (kept between runs).
+fn local_key_dir() -> PathBuf {
+    root().join(".local/keys")
+}
+
+/// DynamoDB Local on `dynamodb_port` with its data in `.local/dynamodb`,
+/// the table `plants` and the local key: what both local stacks start with.
+fn local_stack(dynamodb_port: u16) -> Result<(Stack, Issuer)> {
+    ensure_python_tools()?;
+    let data = root().join(".local/dynamodb");
+    let mut stack = Stack::start(dynamodb_port, Some(&data))?;
+    let issuer = Issuer::load_or_create(&local_key_dir())?;
+    stack.configure_function("plants", &issuer)?;
+    Ok((stack, issuer))
+}
+
+/// `cargo xtask dev`: DynamoDB Local (127.0.0.1, data kept in
+/// .local/dynamodb), the plants table, a local signing key and its JWKS, and
+/// the function under `cargo lambda watch` at 127.0.0.1:`api_port`.
+/// Prints a token and working curl lines; runs until Ctrl-C, which stops
+/// everything it started.
+pub fn dev(api_port: u16, dynamodb_port: u16) -> Result {
+    let (mut stack, issuer) = local_stack(dynamodb_port)?;
+    stack.env.set("AWS_LAMBDA_LOG_FORMAT", "JSON");
+    log!(
+        "starting the function under cargo lambda watch on 127.0.0.1:{api_port} (first build takes a while)"
+    );
+    let function = stack.start_function(api_port)?;
+    let dynamodb = stack.env.get("AWS_ENDPOINT_URL_DYNAMODB");
+    print_welcome(&stack, &issuer, api_port, "", dynamodb);
+    function.wait()
+}
+
+/// `cargo xtask sam-local`: as `dev`, but the API is `sam build`'s arm64
+/// artifact under `sam local start-api` at 127.0.0.1:`api_port`, in the
+/// Lambda container (docs/sam-local.md). Not at the same time as `dev`
+/// (both use DynamoDB Local's port and data).
+pub fn sam_local(api_port: u16, dynamodb_port: u16) -> Result {
+    let (stack, issuer) = local_stack(dynamodb_port)?;
+    sam_build()?;
+    let sam = SamLocal::prepare(stack.dynamodb_port)?;
+    log!(
+        "starting sam local start-api on 127.0.0.1:{api_port} (the first answer takes a few seconds)"
+    );
+    let api: Started = sam.start_api(&stack.env, api_port, &[], None)?;
+    print_welcome(
+        &stack,
+        &issuer,
+        api_port,
+        " under sam local",
+        &sam.dynamodb_url,
+    );
+    api.wait()
+}
+
+fn print_welcome(stack: &Stack, issuer: &Issuer, port: u16, how: &str, dynamodb: &str) {
+    let token = issuer.token(DEV_OWNER, TOKEN_TTL_SECONDS);
+    let table = stack.env.get("PLANTS_TABLE");
+    println!(
+        r#"
+Plant Store is running{how} at http://127.0.0.1:{port}/plants (owner: {DEV_OWNER}).
+The function reaches DynamoDB Local at {dynamodb}, table: {table}.
+Ctrl-C stops everything. A token for another owner: scripts/token OWNER
+
+TOKEN={token}
+
+curl -s -X POST http://127.0.0.1:{port}/plants -H "Authorization: Bearer $TOKEN" -H 'Content-Type: application/json' -d '{{"id": 1, "name": "Monstera", "tag": "tropical"}}'
+curl -s "http://127.0.0.1:{port}/plants?limit=10" -H "Authorization: Bearer $TOKEN"
+"#
+    );
+}
+
+/// `cargo xtask token OWNER`: a token for the local stack, signed with the
+/// local key, valid for 24 hours.
+pub fn token(owner: &str) -> Result {
+    let issuer = Issuer::load(&local_key_dir())
+        .map_err(|error| format!("no local key yet (run scripts/dev first): {error}"))?;
+    println!("{}", issuer.token(owner, TOKEN_TTL_SECONDS));
+    Ok(())
+}
