@@ -141,7 +141,6 @@ impl Https {
     }
 }
 
-#[cfg(feature = "dynamodb")]
 mod sdk {
     //! The AWS SDK's side: its HTTP client interface over the shared
     //! connector, with hyper's errors classified as the SDK's own hyper

@@ -6,8 +6,8 @@
 //! suffix that makes it longer than any owner ([`counter_partition`]), with
 //! `id` 0 and `plants` (N). Listings read only the int64 range of an owner's
 //! ids, so nothing else in a partition is ever taken for a plant.
-//! [`TABLE_KEY`] states the key for whatever creates the table (the
-//! development tool; `template.yaml` declares the same).
+//! [`TABLE_KEY`] states the key for whatever creates the table
+//! (`plant-store-admin create-table`; `template.yaml` declares the same).
 //!
 //! The bound on plants per owner, in two single-item writes (2 write units
 //! for an accepted create, no transaction): first the count takes a place
