@@ -16,7 +16,7 @@ use crate::acceptance::{self, Report};
 
 /// The shortest password the suite sets: far beyond guessing, and within
 /// every pool's maximum.
-pub const PASSWORD_LENGTH: usize = 64;
+const PASSWORD_LENGTH: usize = 64;
 use base64::Engine;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 
@@ -58,11 +58,7 @@ impl TestUsers {
 
     /// Creates a user named after `label` and this run, with a random
     /// password, and returns an access token from signing it in.
-    pub async fn create_and_sign_in(
-        &mut self,
-        client_id: &str,
-        label: &str,
-    ) -> Result<String, String> {
+    async fn create_and_sign_in(&mut self, client_id: &str, label: &str) -> Result<String, String> {
         let username = format!(
             "plant-store-acceptance-{}-{label}@example.com",
             random_text(6)

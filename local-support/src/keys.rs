@@ -52,7 +52,7 @@ impl SigningKey {
     }
 
     /// Loads a key saved with [`SigningKey::pkcs8_pem`].
-    pub fn from_pkcs8_pem(algorithm: Algorithm, pem: &str) -> KeyResult<Self> {
+    fn from_pkcs8_pem(algorithm: Algorithm, pem: &str) -> KeyResult<Self> {
         let der = pem_decode(pem)?;
         let invalid = |_| format!("not a PKCS#8 {algorithm:?} private key");
         let (encoding, parameters) = match algorithm {

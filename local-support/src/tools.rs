@@ -15,7 +15,7 @@ pub fn venv_bin() -> PathBuf {
     tools_dir().join("venv/bin")
 }
 
-pub fn cargo_bin() -> PathBuf {
+fn cargo_bin() -> PathBuf {
     tools_dir().join("cargo/bin")
 }
 
@@ -121,7 +121,7 @@ pub fn ensure_cargo_tool(binary: &str, krate: &str, version: &str) -> Result {
 }
 
 /// Installs Debian packages with apt-get.
-pub fn install_debian_packages(packages: &[&str]) -> Result {
+fn install_debian_packages(packages: &[&str]) -> Result {
     log!("installing Debian packages: {}", packages.join(" "));
     run(Command::new("apt-get").args(["update", "-qq"]))?;
     run(Command::new("apt-get")

@@ -25,7 +25,7 @@ pub fn without(mut claims: Value, key: &str) -> Value {
     claims
 }
 
-pub fn encode_part(value: &Value) -> String {
+fn encode_part(value: &Value) -> String {
     URL_SAFE_NO_PAD.encode(value.to_string())
 }
 

@@ -11,6 +11,7 @@ mod full_test;
 mod fuzz;
 mod local_stack;
 mod stack;
+mod tidy;
 
 use std::process::ExitCode;
 
