@@ -35,7 +35,7 @@ pub fn full_test(settings: &Settings) -> Result {
     std::fs::create_dir_all(tools_dir())?;
     // The fuzz targets build at the lowest priority for the whole run: in
     // what the steps below leave idle (single-threaded linters, waits on
-    // containers and on the emulator). Unoptimised, whatever FUZZ_BUILD
+    // containers and on the emulator). Unoptimised, whatever `--build`
     // says (that is `cargo xtask fuzz`'s): a smoke run needs no more.
     let fuzz_build =
         crate::fuzz::start_build(crate::fuzz::Build::Dev, crate::fuzz::Priority::Idle)?;

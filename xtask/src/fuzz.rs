@@ -2,14 +2,13 @@
 //! network: whole events through the invocation, the request body (NewPlant
 //! parsing), the Authorization header (bearer parsing and JWT verification),
 //! `limit`, `cursor` and the scope claims ([`TARGETS`]). Each target
-//! runs for FUZZ_SECONDS (30; longer: FUZZ_SECONDS=600 scripts/fuzz) and must
+//! runs for `--seconds` (30; longer: `scripts/fuzz --seconds 600`) and must
 //! end with no crash and no panic; prints executions per target. Targets
 //! run side by side, one per core.
 //!
-//! FUZZ_BUILD (read by `cargo xtask fuzz` alone) is `release` (the
-//! default, for long runs) or `dev`; the full test run always builds `dev`,
-//! whose unoptimised targets build in about half the time and run 10 to 20
-//! times fewer inputs, which is what a smoke run needs.
+//! The build ([`Build`], `--build`) is `release` (the default, for long
+//! runs) or `dev`; the full test run always builds `dev`, which is what a
+//! smoke run needs.
 //! cargo fuzz needs nightly-only compiler flags: RUSTC_BOOTSTRAP=1 lets the
 //! machine's stable toolchain accept them. cargo-fuzz is installed into
 //! .tools/cargo.
@@ -54,7 +53,7 @@ pub fn fuzz(seconds: u64, build: Build) -> Result {
 }
 
 /// How the targets are built: optimised (`release`, for long runs) or not
-/// (`dev`: half the build time, 10 to 20 times fewer inputs).
+/// (`dev`: about half the build time, far fewer inputs per second).
 #[derive(Clone, Copy)]
 pub enum Build {
     Release,

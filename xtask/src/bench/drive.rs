@@ -177,7 +177,7 @@ pub async fn cold_start(
 /// `creates` creates, 16 in flight in one process of the function with the
 /// bound (the deployed default), by one owner and then by 16 owners
 /// between them: refusals and throughput; then whether each owner's plants
-/// and count are exact (the listing, and `plant-store-dev recount` finding
+/// and count are exact (the listing, and `plant-store-admin recount` finding
 /// nothing to set).
 pub async fn burst(setup: &Setup, settings: &Settings) -> Result {
     const IN_FLIGHT: usize = 16;

@@ -3,7 +3,7 @@
 //! same run (ratios: these machines are shared and noisy).
 //!
 //! - cold_start: each function's release binary started as Lambda starts
-//!   it, by the Runtime API stand-in (`plant-store-stand-in`, the tests'
+//!   it, by the Runtime API stand-in (`local-support`'s, the tests'
 //!   own) on 127.0.0.1, against DynamoDB Local behind a real TLS terminator
 //!   (haproxy), interleaved round by round with two baselines from bench/: a
 //!   bare lambda_runtime loop (`hello`, the init floor of any Rust Lambda)
@@ -15,7 +15,7 @@
 //!   (on demand: write and read units). Every invocation is sampled for
 //!   X-Ray, with the daemon's address set to the tests' stand-in daemon. Then the arm64 `bootstrap` that
 //!   `sam build` makes, and its zip.
-//! - burst: one owner making BENCH_BURST creates (256), 16 in flight in one
+//! - burst: one owner making `--burst` creates (256), 16 in flight in one
 //!   process, against 16 owners making as many in all: refusals,
 //!   throughput, and whether the plants and the counts are exact after.
 //! - throughput: requests per second of one process at

@@ -191,7 +191,7 @@ pub fn render_cold(figures: &Value) -> String {
     ));
     if functions.contains_key("before-cognito") {
         lines.push(String::new());
-        lines.push("against the build compared (BENCH_COMPARE), same configuration:".into());
+        lines.push("against the build compared (--compare), same configuration:".into());
         for (label, key) in [
             ("cold total, cognito", "cold_total_ms"),
             ("init, cognito", "init_ms"),
