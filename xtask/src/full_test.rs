@@ -8,6 +8,7 @@
 //! stacks; the benchmark in its smoke mode; and a short fuzzing run of each
 //! target. Installs what it needs into .tools/ on first use.
 
+use std::path::Path;
 use std::process::{Command, Stdio};
 
 use plant_store_local_support::process::{Scope, free_port, run, run_logged};
@@ -17,9 +18,10 @@ use plant_store_local_support::tools::{
 };
 use plant_store_local_support::{Result, log, tools_dir};
 
-use crate::artifact::start_sam_build;
+use crate::artifact::{SamBuild, start_sam_build};
 use crate::contract::{Target, contract_test};
 use crate::stack::Stack;
+use crate::{bench, fuzz};
 
 /// How much the contract tests and fuzzing do.
 pub struct Settings {
@@ -37,8 +39,7 @@ pub fn full_test(settings: &Settings) -> Result {
     // what the steps below leave idle (single-threaded linters, waits on
     // containers and on the emulator). Unoptimised, whatever `--build`
     // says (that is `cargo xtask fuzz`'s): a smoke run needs no more.
-    let fuzz_build =
-        crate::fuzz::start_build(crate::fuzz::Build::Dev, crate::fuzz::Priority::Idle)?;
+    let fuzz_build = fuzz::start_build(fuzz::Build::Dev, fuzz::Priority::Idle)?;
     let cargo_test_log = tools_dir().join("cargo-test.log");
     {
         let _scope = Scope::new();
@@ -47,88 +48,9 @@ pub fn full_test(settings: &Settings) -> Result {
         // SDK crates, link-time optimisation), which they use.
         let artifact_build = start_sam_build()?;
         let stack = Stack::start(free_port(), None)?;
-
-        log!("template: cfn-lint and sam validate --lint");
-        run(Command::new("cfn-lint").arg("template.yaml"))?;
-        run(Command::new("sam")
-            .args(["validate", "--lint", "--template", "template.yaml"])
-            .stdout(Stdio::null()))?;
-        log!("template: what matters for safety and cost (tests/template_test.py)");
-        run(Command::new("python3").arg("tests/template_test.py"))?;
-        log!(
-            "template: Checkov's CloudFormation checks, offline (suppressions carry their reasons)"
-        );
-        run(Command::new(ensure_checkov()?)
-            .args(["--file", "template.yaml", "--framework", "cloudformation"])
-            .args(["--skip-download", "--compact", "--quiet"])
-            // Nothing fetched: no platform mapping, no update check.
-            .env("BC_SKIP_MAPPING", "TRUE")
-            .env("CKV_SKIP_PACKAGE_UPDATE_CHECK", "true"))?;
-
-        log!("openapi.yaml: Spectral, the OpenAPI and OWASP API Security rules (.spectral.yaml)");
-        run(Command::new(ensure_spectral()?).args([
-            "lint",
-            "--fail-severity",
-            "error",
-            "openapi.yaml",
-        ]))?;
-
-        log!("the GitHub Actions workflows: actionlint");
-        // Without arguments it lints every workflow in .github/workflows.
-        run(&mut Command::new(ensure_actionlint()?))?;
-
-        log!("cargo fmt --check");
-        run(Command::new("cargo").args(["fmt", "--all", "--", "--check"]))?;
-        log!("cargo clippy");
-        run(Command::new("cargo").args([
-            "clippy",
-            "--workspace",
-            "--all-targets",
-            "--locked",
-            "--",
-            "-D",
-            "warnings",
-        ]))?;
-        log!("cargo test");
-        run_logged(
-            stack
-                .env
-                .command("cargo")
-                .args(["test", "--workspace", "--locked"])
-                .stderr(Stdio::inherit()),
-            &cargo_test_log,
-        )?;
-
-        log!("the acceptance suite's Cognito mode against moto's Cognito server");
-        run_required_tests(&mut stack.env.command("cargo"), MOTO_TESTS, "moto-test")?;
-
-        log!(
-            "the deployment artifact: sam build's arm64 bootstrap, every event through it under qemu-user"
-        );
-        let artifact = artifact_build.finish()?;
-        let mut bootstrap = ensure_qemu_arm64()?;
-        bootstrap.push(artifact.bootstrap.display().to_string());
-        run_required_tests(
-            stack
-                .env
-                .command("cargo")
-                .env("PLANT_STORE_BOOTSTRAP", bootstrap.join(" ")),
-            ARTIFACT_TESTS,
-            "artifact-test",
-        )?;
-
-        log!(
-            "sam local: every HTTP API event through sam local invoke, the contract through sam local start-api"
-        );
-        let sam = SamLocal::prepare(stack.dynamodb_port)?;
-        let (name, prepared) = sam.handover();
-        run_required_tests(
-            stack.env.command("cargo").env(name, prepared),
-            SAM_LOCAL_TESTS,
-            "sam-local-test",
-        )?;
+        static_checks()?;
+        tests(&stack, artifact_build, &cargo_test_log)?;
     }
-
     log!("contract tests against the function behind cargo lambda's emulator");
     contract_test(Target::CargoLambda, settings.max_examples, None)?;
     log!(
@@ -137,13 +59,85 @@ pub fn full_test(settings: &Settings) -> Result {
     contract_test(Target::SamLocal, settings.sam_local_max_examples, None)?;
 
     log!("benchmark smoke run (debug build, a few iterations, no timing asserted)");
-    crate::bench::bench(&crate::bench::Settings::smoke())?;
+    bench::bench(&bench::Settings::smoke())?;
 
-    log!("fuzzing smoke run (30 s per target, unoptimised build)");
-    crate::fuzz::fuzz_targets(fuzz_build, settings.fuzz_seconds)?;
+    log!("fuzzing smoke run (unoptimised build)");
+    fuzz::fuzz_targets(fuzz_build, settings.fuzz_seconds)?;
 
     println!("{}", summary(&std::fs::read_to_string(&cargo_test_log)?)?);
     Ok(())
+}
+
+/// The linters of the template, openapi.yaml, the workflows and the code.
+fn static_checks() -> Result {
+    log!("template: cfn-lint and sam validate --lint");
+    run(Command::new("cfn-lint").arg("template.yaml"))?;
+    run(Command::new("sam")
+        .args(["validate", "--lint", "--template", "template.yaml"])
+        .stdout(Stdio::null()))?;
+    log!("template: what matters for safety and cost (tests/template_test.py)");
+    run(Command::new("python3").arg("tests/template_test.py"))?;
+    log!("template: Checkov's CloudFormation checks, offline (suppressions carry their reasons)");
+    run(Command::new(ensure_checkov()?)
+        .args(["--file", "template.yaml", "--framework", "cloudformation"])
+        .args(["--skip-download", "--compact", "--quiet"])
+        // Nothing fetched: no platform mapping, no update check.
+        .env("BC_SKIP_MAPPING", "TRUE")
+        .env("CKV_SKIP_PACKAGE_UPDATE_CHECK", "true"))?;
+    log!("openapi.yaml: Spectral, the OpenAPI and OWASP API Security rules (.spectral.yaml)");
+    run(Command::new(ensure_spectral()?).args([
+        "lint",
+        "--fail-severity",
+        "error",
+        "openapi.yaml",
+    ]))?;
+    log!("the GitHub Actions workflows: actionlint");
+    // Without arguments it lints every workflow in .github/workflows.
+    run(&mut Command::new(ensure_actionlint()?))?;
+    log!("cargo fmt --check");
+    run(Command::new("cargo").args(["fmt", "--all", "--", "--check"]))?;
+    log!("cargo clippy");
+    run(Command::new("cargo")
+        .args(["clippy", "--workspace", "--all-targets", "--locked"])
+        .args(["--", "-D", "warnings"]))
+}
+
+/// `cargo test` against `stack`'s DynamoDB Local, its output in
+/// `cargo_test_log`; then by name what it ignored, each with what it needs:
+/// moto, the artifact `sam build` makes (under qemu-user), `sam local`.
+fn tests(stack: &Stack, artifact_build: SamBuild, cargo_test_log: &Path) -> Result {
+    log!("cargo test");
+    run_logged(
+        stack
+            .env
+            .command("cargo")
+            .args(["test", "--workspace", "--locked"])
+            .stderr(Stdio::inherit()),
+        cargo_test_log,
+    )?;
+    log!("the acceptance suite's Cognito mode against moto's Cognito server");
+    run_required_tests(&mut stack.env.command("cargo"), MOTO_TESTS, "moto-test")?;
+
+    log!(
+        "the deployment artifact: sam build's arm64 bootstrap, every event through it under qemu-user"
+    );
+    let artifact = artifact_build.finish()?;
+    let mut bootstrap = ensure_qemu_arm64()?;
+    bootstrap.push(artifact.bootstrap.display().to_string());
+    let cargo = &mut stack.env.command("cargo");
+    run_required_tests(
+        cargo.env("PLANT_STORE_BOOTSTRAP", bootstrap.join(" ")),
+        ARTIFACT_TESTS,
+        "artifact-test",
+    )?;
+
+    log!(
+        "sam local: every HTTP API event through sam local invoke, the contract through sam local start-api"
+    );
+    let sam = SamLocal::prepare(stack.dynamodb_port)?;
+    let (name, prepared) = sam.handover();
+    let cargo = &mut stack.env.command("cargo");
+    run_required_tests(cargo.env(name, prepared), SAM_LOCAL_TESTS, "sam-local-test")
 }
 
 /// The tests that plain `cargo test` ignores, each run by name above with
@@ -204,7 +198,7 @@ fn summary(cargo_test_log: &str) -> Result<String> {
 fn install_tools() -> Result {
     std::thread::scope(|threads| {
         let checkov = threads.spawn(|| ensure_checkov().map(drop));
-        let cargo_fuzz = threads.spawn(crate::fuzz::ensure_cargo_fuzz);
+        let cargo_fuzz = threads.spawn(fuzz::ensure_cargo_fuzz);
         let python_tools = ensure_python_tools();
         let checkov = checkov.join().expect("the Checkov install panicked");
         let cargo_fuzz = cargo_fuzz.join().expect("the cargo-fuzz install panicked");
