@@ -8,6 +8,7 @@ use std::io::Write;
 use std::os::unix::process::CommandExt;
 use std::process::{Child, Command, Stdio};
 use std::sync::{Arc, Mutex};
+use std::thread::ThreadId;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use crate::Result;
@@ -108,32 +109,42 @@ pub fn succeeds(command: &mut Command) -> bool {
 
 type Cleanup = Box<dyn FnOnce() + Send>;
 
-/// What runs when the task ends, last registered first.
-static CLEANUPS: Mutex<Vec<Cleanup>> = Mutex::new(Vec::new());
+/// What runs when the task ends, last registered first, each with the
+/// thread that registered it.
+static CLEANUPS: Mutex<Vec<(ThreadId, Cleanup)>> = Mutex::new(Vec::new());
 
-/// Registers `cleanup` to run when the task (or the [`Scope`] open now) ends.
+/// Registers `cleanup` to run when the task (or the [`Scope`] this thread
+/// has open now) ends.
 pub fn on_exit(cleanup: impl FnOnce() + Send + 'static) {
-    CLEANUPS.lock().unwrap().push(Box::new(cleanup));
+    let thread = std::thread::current().id();
+    CLEANUPS.lock().unwrap().push((thread, Box::new(cleanup)));
 }
 
 /// Runs every registered clean-up, last registered first.
 fn clean_up_all() {
     loop {
-        let Some(cleanup) = CLEANUPS.lock().unwrap().pop() else {
+        let Some((_, cleanup)) = CLEANUPS.lock().unwrap().pop() else {
             return;
         };
         cleanup();
     }
 }
 
-/// A part of a task: what it registers is cleaned up when the guard drops
-/// (also on an error or a panic), last registered first. `main` holds one
-/// for the whole task.
-pub struct Scope(usize);
+/// A part of a task: what its thread registers meanwhile is cleaned up when
+/// the guard drops (also on an error or a panic), last registered first;
+/// what other threads register is theirs. `main` holds one for the whole
+/// task.
+pub struct Scope {
+    start: usize,
+    thread: ThreadId,
+}
 
 impl Scope {
     pub fn new() -> Self {
-        Self(CLEANUPS.lock().unwrap().len())
+        Self {
+            start: CLEANUPS.lock().unwrap().len(),
+            thread: std::thread::current().id(),
+        }
     }
 }
 
@@ -148,10 +159,14 @@ impl Drop for Scope {
         loop {
             let cleanup = {
                 let mut cleanups = CLEANUPS.lock().unwrap();
-                if cleanups.len() <= self.0 {
+                let start = self.start.min(cleanups.len());
+                let Some(last) = cleanups[start..]
+                    .iter()
+                    .rposition(|(thread, _)| *thread == self.thread)
+                else {
                     return;
-                }
-                cleanups.pop().unwrap()
+                };
+                cleanups.remove(start + last).1
             };
             cleanup();
         }
@@ -441,6 +456,22 @@ mod tests {
             stat.rsplit_once(')')
                 .is_some_and(|(_, rest)| !rest.trim_start().starts_with('Z'))
         })
+    }
+
+    #[test]
+    fn a_scope_cleans_up_what_its_own_thread_registered_only() {
+        let ran = Arc::new(Mutex::new(Vec::new()));
+        let record = |what: &'static str| {
+            let ran = ran.clone();
+            move || ran.lock().unwrap().push(what)
+        };
+        {
+            let _scope = Scope::new();
+            on_exit(record("mine"));
+            let theirs = record("theirs");
+            std::thread::spawn(move || on_exit(theirs)).join().unwrap();
+        }
+        assert_eq!(*ran.lock().unwrap(), ["mine"]);
     }
 
     #[test]

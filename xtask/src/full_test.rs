@@ -41,6 +41,7 @@ pub fn full_test(settings: &Settings) -> Result {
     // says (that is `cargo xtask fuzz`'s): a smoke run needs no more.
     let fuzz_build = fuzz::start_build(fuzz::Build::Dev, fuzz::Priority::Idle)?;
     let cargo_test_log = tools_dir().join("cargo-test.log");
+    let fuzzing;
     {
         let _scope = Scope::new();
         // The deployment artifact builds while the checks below run: its
@@ -49,7 +50,16 @@ pub fn full_test(settings: &Settings) -> Result {
         let artifact_build = start_sam_build()?;
         let stack = Stack::start(free_port(), None)?;
         static_checks()?;
-        tests(&stack, artifact_build, &cargo_test_log)?;
+        cargo_test(&stack, &cargo_test_log)?;
+        // The fuzz targets then run one at a time, at the lowest priority,
+        // beside the steps below: those mostly wait on one busy core (the
+        // emulator, Schemathesis).
+        log!("fuzzing smoke run, beside what follows (unoptimised build, one target at a time)");
+        let seconds = settings.fuzz_seconds;
+        fuzzing = std::thread::spawn(move || {
+            fuzz::fuzz_targets(fuzz_build, seconds, fuzz::Priority::Idle)
+        });
+        tests_by_name(&stack, artifact_build)?;
     }
     log!("contract tests against the function behind cargo lambda's emulator");
     contract_test(Target::CargoLambda, settings.max_examples, None)?;
@@ -61,9 +71,8 @@ pub fn full_test(settings: &Settings) -> Result {
     log!("benchmark smoke run (debug build, a few iterations, no timing asserted)");
     bench::bench(&bench::Settings::smoke())?;
 
-    log!("fuzzing smoke run (unoptimised build)");
-    fuzz::fuzz_targets(fuzz_build, settings.fuzz_seconds)?;
-
+    log!("waiting for the fuzzing smoke run");
+    println!("{}", fuzzing.join().expect("the fuzzing thread panicked")?);
     println!("{}", summary(&std::fs::read_to_string(&cargo_test_log)?)?);
     Ok(())
 }
@@ -103,9 +112,8 @@ fn static_checks() -> Result {
 }
 
 /// `cargo test` against `stack`'s DynamoDB Local, its output in
-/// `cargo_test_log`; then by name what it ignored, each with what it needs:
-/// moto, the artifact `sam build` makes (under qemu-user), `sam local`.
-fn tests(stack: &Stack, artifact_build: SamBuild, cargo_test_log: &Path) -> Result {
+/// `cargo_test_log`.
+fn cargo_test(stack: &Stack, cargo_test_log: &Path) -> Result {
     log!("cargo test");
     run_logged(
         stack
@@ -114,7 +122,12 @@ fn tests(stack: &Stack, artifact_build: SamBuild, cargo_test_log: &Path) -> Resu
             .args(["test", "--workspace", "--locked"])
             .stderr(Stdio::inherit()),
         cargo_test_log,
-    )?;
+    )
+}
+
+/// By name, what `cargo test` ignored, each with what it needs: moto, the
+/// artifact `sam build` makes (under qemu-user), `sam local`.
+fn tests_by_name(stack: &Stack, artifact_build: SamBuild) -> Result {
     log!("the acceptance suite's Cognito mode against moto's Cognito server");
     run_required_tests(&mut stack.env.command("cargo"), MOTO_TESTS, "moto-test")?;
 

@@ -17,7 +17,7 @@ use std::path::PathBuf;
 use std::process::Command;
 use std::time::Duration;
 
-use plant_store_local_support::process::{Started, Stop, run, start, tail};
+use plant_store_local_support::process::{Started, Stop, start};
 use plant_store_local_support::tools::ensure_cargo_tool;
 use plant_store_local_support::{Result, log, tools_dir};
 
@@ -49,7 +49,13 @@ fn cargo_fuzz(priority: Priority) -> Command {
 }
 
 pub fn fuzz(seconds: u64, build: Build) -> Result {
-    fuzz_targets(start_build(build, Priority::Normal)?, seconds)
+    let summary = fuzz_targets(
+        start_build(build, Priority::Normal)?,
+        seconds,
+        Priority::Normal,
+    )?;
+    println!("{summary}");
+    Ok(())
 }
 
 /// How the targets are built: optimised (`release`, for long runs) or not
@@ -60,7 +66,8 @@ pub enum Build {
     Dev,
 }
 
-/// How the build shares the machine.
+/// How the build and the runs share the machine.
+#[derive(Clone, Copy)]
 pub enum Priority {
     Normal,
     /// At the lowest CPU priority (nice 19): it takes what the other work
@@ -102,19 +109,24 @@ pub fn start_build(build: Build, priority: Priority) -> Result<FuzzBuild> {
     })
 }
 
-/// Waits for `build`, then fuzzes every target for `seconds`.
-pub fn fuzz_targets(build: FuzzBuild, seconds: u64) -> Result {
+/// Waits for `build`, then fuzzes every target for `seconds`: as many at
+/// once as there are cores (libFuzzer runs a target on one core), or, at
+/// [`Priority::Idle`], one at a time in what other work leaves idle.
+/// Returns a summary line per target.
+pub fn fuzz_targets(build: FuzzBuild, seconds: u64, priority: Priority) -> Result<String> {
     build.process.finish(&build.log_path)?;
-    let flags = &build.flags;
-    // libFuzzer runs one target on one core: as many targets at once as
-    // there are cores, each for the full time.
-    let at_once = std::thread::available_parallelism().map_or(1, usize::from);
+    let at_once = match priority {
+        Priority::Normal => std::thread::available_parallelism().map_or(1, usize::from),
+        Priority::Idle => 1,
+    };
     let mut summary = Vec::new();
     for targets in TARGETS.chunks(at_once) {
         let outcomes = std::thread::scope(|threads| {
             let running: Vec<_> = targets
                 .iter()
-                .map(|target| threads.spawn(|| fuzz_target(target, seconds, flags)))
+                .map(|target| {
+                    threads.spawn(|| fuzz_target(target, seconds, &build.flags, priority))
+                })
                 .collect();
             running
                 .into_iter()
@@ -125,32 +137,31 @@ pub fn fuzz_targets(build: FuzzBuild, seconds: u64) -> Result {
             summary.push(outcome?);
         }
     }
-    println!("{}", summary.join("\n"));
-    Ok(())
+    Ok(summary.join("\n"))
 }
 
 /// Fuzzes one target for `seconds`; its summary line, or an error with the
 /// end of its log.
-fn fuzz_target(target: &str, seconds: u64, flags: &[&str]) -> Result<String> {
+fn fuzz_target(target: &str, seconds: u64, flags: &[&str], priority: Priority) -> Result<String> {
     log!("fuzzing {target} for {seconds}s");
     let corpus = format!("fuzz/corpus/{target}");
     std::fs::create_dir_all(&corpus)?;
     let log_path = tools_dir().join(format!("fuzz-{target}.log"));
     let log_file = std::fs::File::create(&log_path)?;
-    let fuzzed = run(cargo_fuzz(Priority::Normal)
-        .arg("run")
-        .args(flags)
-        .args([target, &corpus, &format!("fuzz/seeds/{target}"), "--"])
-        .arg(format!("-max_total_time={seconds}"))
-        .arg("-print_final_stats=1")
-        .stdout(log_file.try_clone()?)
-        .stderr(log_file));
-    if let Err(error) = fuzzed {
-        return Err(format!(
-            "fuzz target {target} failed ({error}): see fuzz/artifacts/{target}\n{}",
-            tail(&log_path, 40)
-        )
-        .into());
+    let fuzzing = start(
+        &format!("fuzz target {target}"),
+        cargo_fuzz(priority)
+            .arg("run")
+            .args(flags)
+            .args([target, &corpus, &format!("fuzz/seeds/{target}"), "--"])
+            .arg(format!("-max_total_time={seconds}"))
+            .arg("-print_final_stats=1")
+            .stdout(log_file.try_clone()?)
+            .stderr(log_file),
+        Stop::terminate(Duration::from_secs(5)),
+    )?;
+    if let Err(error) = fuzzing.finish(&log_path) {
+        return Err(format!("{error}\nthe input is in fuzz/artifacts/{target}").into());
     }
     let printed = std::fs::read_to_string(&log_path)?;
     let runs = printed
