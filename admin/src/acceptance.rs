@@ -338,13 +338,15 @@ fn tamper(authorization: &str) -> String {
     tampered
 }
 
-struct Api {
+/// An HTTP(S) client of the API at a base URL (HTTPS with the system's
+/// roots).
+pub struct Api {
     base_url: String,
     client: Client<HttpsConnector<HttpConnector>, Full<Bytes>>,
 }
 
 impl Api {
-    fn new(base_url: &str) -> Self {
+    pub fn new(base_url: &str) -> Self {
         let connector = hyper_rustls::HttpsConnectorBuilder::new()
             .with_native_roots()
             .expect("the system's trust store loads")
@@ -378,7 +380,21 @@ impl Api {
         headers: &[(&str, &str)],
         body: Option<String>,
     ) -> Exchange {
-        let request_line = format!("{method} {path}");
+        Exchange {
+            request_line: format!("{method} {path}"),
+            result: self.request(method, path, headers, body).await,
+        }
+    }
+
+    /// `method path` with these headers and body: the status, headers and
+    /// body of the answer, or why there was none.
+    pub async fn request(
+        &self,
+        method: Method,
+        path: &str,
+        headers: &[(&str, &str)],
+        body: Option<String>,
+    ) -> Result<(StatusCode, HeaderMap, String), String> {
         let mut request = Request::builder()
             .method(method)
             .uri(format!("{}{path}", self.base_url));
@@ -387,25 +403,22 @@ impl Api {
         }
         let request = request
             .body(Full::new(Bytes::from(body.unwrap_or_default())))
-            .expect("a well-formed request");
-        let result = match self.client.request(request).await {
-            Ok(response) => {
-                let (parts, body) = response.into_parts();
-                match body.collect().await {
-                    Ok(body) => Ok((
-                        parts.status,
-                        parts.headers,
-                        String::from_utf8_lossy(&body.to_bytes()).into_owned(),
-                    )),
-                    Err(error) => Err(format!("reading the body failed: {error}")),
-                }
-            }
-            Err(error) => Err(format!("the request failed: {error}")),
-        };
-        Exchange {
-            request_line,
-            result,
-        }
+            .map_err(|error| format!("not a request: {error}"))?;
+        let response = self
+            .client
+            .request(request)
+            .await
+            .map_err(|error| format!("the request failed: {error}"))?;
+        let (parts, body) = response.into_parts();
+        let body = body
+            .collect()
+            .await
+            .map_err(|error| format!("reading the body failed: {error}"))?;
+        Ok((
+            parts.status,
+            parts.headers,
+            String::from_utf8_lossy(&body.to_bytes()).into_owned(),
+        ))
     }
 }
 

@@ -8,9 +8,8 @@
 //! beyond this machine (docs/sam-local.md). Everything it starts or changes
 //! is undone when the task ends ([`crate::process::on_exit`]).
 
-use std::io::Write;
 use std::path::Path;
-use std::process::{Command, Stdio};
+use std::process::Command;
 use std::time::Duration;
 
 use serde_json::json;
@@ -225,7 +224,7 @@ impl SamLocal {
         );
         let image = format!(
             "{LAMBDA_BASE_REPOSITORY}:provided.al2023-arm64-{}",
-            &sha256(&recipe)?[..12]
+            short_hash(&recipe)
         );
         if succeeds(self.docker().args(["image", "inspect", &image])) {
             return Ok(image);
@@ -324,17 +323,13 @@ impl SamLocal {
     }
 }
 
-fn sha256(text: &str) -> Result<String> {
-    let mut child = Command::new("sha256sum")
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .spawn()?;
-    child.stdin.take().unwrap().write_all(text.as_bytes())?;
-    let printed = child.wait_with_output()?;
-    Ok(String::from_utf8_lossy(&printed.stdout)
-        .chars()
-        .take(64)
-        .collect())
+/// The first 12 hex digits of `text`'s SHA-256.
+fn short_hash(text: &str) -> String {
+    let digest = aws_lc_rs::digest::digest(&aws_lc_rs::digest::SHA256, text.as_bytes());
+    digest.as_ref()[..6]
+        .iter()
+        .map(|byte| format!("{byte:02x}"))
+        .collect()
 }
 
 /// An engine that answers: the user's own if `docker info` reaches one;

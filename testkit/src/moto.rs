@@ -4,17 +4,16 @@
 //! It issues RS256 access tokens for its pools and serves each pool's JWKS
 //! at `/{pool id}/.well-known/jwks.json`, as Cognito does.
 
-use std::net::{TcpListener, TcpStream};
 use std::path::PathBuf;
-use std::process::Stdio;
-use std::time::{Duration, Instant};
+use std::process::{Command, Stdio};
+use std::time::Duration;
 
 use aws_sdk_cognitoidentityprovider::Client;
 use aws_sdk_cognitoidentityprovider::config::{BehaviorVersion, Credentials, Region};
 use aws_sdk_cognitoidentityprovider::types::{
     ExplicitAuthFlowsType, PasswordPolicyType, UserPoolPolicyType, UsernameAttributeType,
 };
-use tokio::process::{Child, Command};
+use plant_store_local_support::process::{Started, Stop, free_port, start, wait_for_port};
 
 const START_TIMEOUT: Duration = Duration::from_secs(60);
 const REGION: &str = "us-east-1";
@@ -23,7 +22,13 @@ const REGION: &str = "us-east-1";
 pub struct MotoCognito {
     pub url: String,
     pub client: Client,
-    _server: Child,
+    server: Started,
+}
+
+impl Drop for MotoCognito {
+    fn drop(&mut self) {
+        self.server.stop();
+    }
 }
 
 /// A user pool and its app client, as the template makes them.
@@ -50,29 +55,19 @@ impl MotoCognito {
             "{} is missing: scripts/test installs moto's server",
             program.display()
         );
-        let port = TcpListener::bind("127.0.0.1:0")
-            .and_then(|listener| listener.local_addr())
-            .expect("a free port on 127.0.0.1")
-            .port();
-        let mut server = Command::new(program)
+        let port = free_port();
+        let mut command = Command::new(program);
+        command
             .args(["-H", "127.0.0.1", "-p", &port.to_string()])
-            .stdin(Stdio::null())
             .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .kill_on_drop(true)
-            .spawn()
-            .expect("moto_server runs");
-        let started = Instant::now();
-        while TcpStream::connect(("127.0.0.1", port)).is_err() {
-            if let Ok(Some(status)) = server.try_wait() {
-                panic!("moto_server exited ({status})");
-            }
-            assert!(
-                started.elapsed() < START_TIMEOUT,
-                "moto_server did not listen within {START_TIMEOUT:?}"
-            );
-            tokio::time::sleep(Duration::from_millis(100)).await;
-        }
+            .stderr(Stdio::null());
+        let server = start(
+            "moto_server",
+            &mut command,
+            Stop::terminate(Duration::from_secs(5)),
+        )
+        .and_then(|server| wait_for_port(port, &server, START_TIMEOUT).map(|()| server))
+        .unwrap_or_else(|error| panic!("{error}"));
         let url = format!("http://127.0.0.1:{port}");
         let config = aws_sdk_cognitoidentityprovider::Config::builder()
             .behavior_version(BehaviorVersion::latest())
@@ -83,7 +78,7 @@ impl MotoCognito {
         Self {
             url,
             client: Client::from_conf(config),
-            _server: server,
+            server,
         }
     }
 

@@ -6,12 +6,8 @@
 
 use std::time::Duration;
 
-use bytes::Bytes;
-use http_body_util::{BodyExt, Full};
-use hyper_util::client::legacy::Client;
-use hyper_util::client::legacy::connect::HttpConnector;
-use hyper_util::rt::TokioExecutor;
 use lambda_http::http;
+use plant_store_admin::acceptance::Api;
 use plant_store_local_support::function::Env;
 use plant_store_local_support::process::{Started, free_port};
 pub use plant_store_local_support::sam_local::SamLocal;
@@ -30,7 +26,7 @@ pub async fn invoke(sam: &SamLocal, event: &str, env: &Env) -> TestResponse {
 pub struct SamApi<'a> {
     pub url: String,
     sam: &'a SamLocal,
-    client: Client<HttpConnector, Full<Bytes>>,
+    api: Api,
     process: Started,
     dir: TempDir,
 }
@@ -44,10 +40,11 @@ impl<'a> SamApi<'a> {
         let process = sam
             .start_api(env, port, parameters, Some(&dir.0.join("sam.log")))
             .unwrap_or_else(|error| panic!("{error}"));
+        let url = format!("http://127.0.0.1:{port}");
         Self {
-            url: format!("http://127.0.0.1:{port}"),
+            api: Api::new(&url),
+            url,
             sam,
-            client: Client::builder(TokioExecutor::new()).build_http(),
             process,
             dir,
         }
@@ -72,35 +69,19 @@ impl<'a> SamApi<'a> {
         &self,
         request: ApiGatewayEvent,
     ) -> Result<(u16, http::HeaderMap, String), String> {
-        let mut uri = format!("{}{}", self.url, request.path);
+        let mut path = request.path;
         if !request.query.is_empty() {
-            uri = format!("{uri}?{}", request.query);
+            path = format!("{path}?{}", request.query);
         }
-        let mut builder = http::Request::builder()
-            .method(request.method.as_str())
-            .uri(uri);
-        for (name, value) in &request.headers {
-            builder = builder.header(name, value);
-        }
-        let body = Full::new(Bytes::from(request.body.unwrap_or_default()));
-        let response = tokio::time::timeout(
-            Duration::from_secs(60),
-            self.client.request(builder.body(body).unwrap()),
-        )
-        .await
-        .map_err(|_| "no answer within 60 s".to_owned())?
-        .map_err(|error| format!("request failed: {error}"))?;
-        let (parts, body) = response.into_parts();
-        let body = body
-            .collect()
+        let headers: Vec<(&str, &str)> = (request.headers.iter())
+            .map(|(name, value)| (name.as_str(), value.as_str()))
+            .collect();
+        let method = request.method.parse().map_err(|_| "not a method")?;
+        let sent = self.api.request(method, &path, &headers, request.body);
+        let (status, headers, body) = tokio::time::timeout(Duration::from_secs(60), sent)
             .await
-            .map_err(|error| format!("reading the body: {error}"))?
-            .to_bytes();
-        Ok((
-            parts.status.as_u16(),
-            parts.headers,
-            String::from_utf8_lossy(&body).into_owned(),
-        ))
+            .map_err(|_| "no answer within 60 s".to_owned())??;
+        Ok((status.as_u16(), headers, body))
     }
 }
 

@@ -61,6 +61,10 @@ fn main() -> ExitCode {
 
 fn task(mut flags: Flags) -> Result {
     let task = flags.positional().unwrap_or_default();
+    if flags.switch("help")? || task.is_empty() || task == "help" {
+        println!("{USAGE}");
+        return Ok(());
+    }
     match task.as_str() {
         "dev" | "sam-local" => {
             let default_port = if task == "dev" { 9000 } else { 3000 };
@@ -120,6 +124,6 @@ fn task(mut flags: Flags) -> Result {
             flags.finish()?;
             acceptance::acceptance(&url, &options)
         }
-        _ => Err(USAGE.into()),
+        _ => Err(format!("unknown task {task}\n{USAGE}").into()),
     }
 }
