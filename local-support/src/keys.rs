@@ -9,15 +9,12 @@ use std::time::{SystemTime, UNIX_EPOCH};
 use aws_lc_rs::encoding::AsDer;
 use aws_lc_rs::rsa::KeySize;
 use aws_lc_rs::signature::{
-    ECDSA_P256_SHA256_FIXED_SIGNING, EcdsaKeyPair, Ed25519KeyPair, KeyPair, RsaKeyPair,
+    ECDSA_P256_SHA256_FIXED_SIGNING, EcdsaKeyPair, Ed25519KeyPair, RsaKeyPair,
 };
 use base64::Engine;
-use base64::engine::general_purpose::{STANDARD, URL_SAFE_NO_PAD};
+use base64::engine::general_purpose::STANDARD;
 pub use jsonwebtoken::Algorithm;
-use jsonwebtoken::jwk::{
-    AlgorithmParameters, CommonParameters, EllipticCurve, EllipticCurveKeyParameters, Jwk, JwkSet,
-    OctetKeyPairParameters, PublicKeyUse, RSAKeyParameters, ThumbprintHash,
-};
+use jsonwebtoken::jwk::{CommonParameters, Jwk, JwkSet, PublicKeyUse, ThumbprintHash};
 use jsonwebtoken::{EncodingKey, Header};
 use serde_json::json;
 
@@ -51,53 +48,19 @@ impl SigningKey {
         Self::from_pkcs8_pem(algorithm, &pem_encode(&pkcs8))
     }
 
-    /// Loads a key saved with [`SigningKey::pkcs8_pem`].
+    /// Loads a key saved with [`SigningKey::pkcs8_pem`]; its JWK is the
+    /// public half.
     fn from_pkcs8_pem(algorithm: Algorithm, pem: &str) -> KeyResult<Self> {
-        let der = pem_decode(pem)?;
-        let invalid = |_| format!("not a PKCS#8 {algorithm:?} private key");
-        let (encoding, parameters) = match algorithm {
-            Algorithm::EdDSA => {
-                let pair = Ed25519KeyPair::from_pkcs8(&der).map_err(invalid)?;
-                let parameters = AlgorithmParameters::OctetKeyPair(OctetKeyPairParameters {
-                    key_type: Default::default(),
-                    curve: EllipticCurve::Ed25519,
-                    x: URL_SAFE_NO_PAD.encode(pair.public_key().as_ref()),
-                });
-                (EncodingKey::from_ed_pem(pem.as_bytes()), parameters)
-            }
-            Algorithm::ES256 => {
-                let pair = EcdsaKeyPair::from_pkcs8(&ECDSA_P256_SHA256_FIXED_SIGNING, &der)
-                    .map_err(invalid)?;
-                // An uncompressed point: 0x04, then 32 bytes of x and 32 of y.
-                let point = pair.public_key().as_ref();
-                let parameters = AlgorithmParameters::EllipticCurve(EllipticCurveKeyParameters {
-                    key_type: Default::default(),
-                    curve: EllipticCurve::P256,
-                    x: URL_SAFE_NO_PAD.encode(&point[1..33]),
-                    y: URL_SAFE_NO_PAD.encode(&point[33..65]),
-                });
-                (EncodingKey::from_ec_pem(pem.as_bytes()), parameters)
-            }
-            Algorithm::RS256 => {
-                let pair = RsaKeyPair::from_pkcs8(&der).map_err(invalid)?;
-                let public = pair.public_key();
-                let parameters = AlgorithmParameters::RSA(RSAKeyParameters {
-                    key_type: Default::default(),
-                    n: URL_SAFE_NO_PAD.encode(public.modulus().big_endian_without_leading_zero()),
-                    e: URL_SAFE_NO_PAD.encode(public.exponent().big_endian_without_leading_zero()),
-                });
-                (EncodingKey::from_rsa_pem(pem.as_bytes()), parameters)
-            }
+        let encoding = match algorithm {
+            Algorithm::EdDSA => EncodingKey::from_ed_pem(pem.as_bytes()),
+            Algorithm::ES256 => EncodingKey::from_ec_pem(pem.as_bytes()),
+            Algorithm::RS256 => EncodingKey::from_rsa_pem(pem.as_bytes()),
             other => return Err(format!("{other:?} is not an accepted signing algorithm")),
         };
-        let encoding = encoding.map_err(|error| error.to_string())?;
-        let mut jwk = Jwk {
-            common: CommonParameters::default(),
-            algorithm: parameters,
-        };
-        let kid = jwk
-            .thumbprint(ThumbprintHash::SHA256)
-            .map_err(|error| error.to_string())?;
+        let invalid = |error: jsonwebtoken::errors::Error| format!("a {algorithm:?} key: {error}");
+        let encoding = encoding.map_err(invalid)?;
+        let mut jwk = Jwk::from_encoding_key(&encoding, algorithm).map_err(invalid)?;
+        let kid = jwk.thumbprint(ThumbprintHash::SHA256).map_err(invalid)?;
         jwk.common = CommonParameters {
             public_key_use: Some(PublicKeyUse::Signature),
             key_algorithm: Some(algorithm.into()),
@@ -244,18 +207,6 @@ fn pem_encode(der: &[u8]) -> String {
         .map(|line| std::str::from_utf8(line).unwrap_or_default())
         .collect();
     format!("{PEM_BEGIN}\n{}\n{PEM_END}\n", lines.join("\n"))
-}
-
-fn pem_decode(pem: &str) -> KeyResult<Vec<u8>> {
-    let body = pem
-        .trim()
-        .strip_prefix(PEM_BEGIN)
-        .and_then(|rest| rest.strip_suffix(PEM_END))
-        .ok_or("not a PEM private key")?;
-    let body: String = body.split_whitespace().collect();
-    STANDARD
-        .decode(body)
-        .map_err(|_| "the PEM body is not base64".to_owned())
 }
 
 #[cfg(test)]
