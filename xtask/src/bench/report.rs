@@ -62,27 +62,16 @@ pub fn write_results(dir: &Path, name: &str, report: &str, figures: &Value) -> R
 pub fn render_cold(figures: &Value) -> String {
     let functions = figures["functions"].as_object().unwrap();
     let figure = |name: &str, key: &str| functions[name][key].as_f64().unwrap();
+    #[rustfmt::skip]
     let rows = [
         ("init (process start to first /next)", "init_ms", "ms"),
-        (
-            "first invocation after a cold start",
-            "first_invocation_ms",
-            "ms",
-        ),
-        (
-            "cold total (init + first invocation)",
-            "cold_total_ms",
-            "ms",
-        ),
+        ("first invocation after a cold start", "first_invocation_ms", "ms"),
+        ("cold total (init + first invocation)", "cold_total_ms", "ms"),
         ("warm GET p50", "warm_get_p50_ms", "ms"),
         ("warm GET p99", "warm_get_p99_ms", "ms"),
         ("warm POST p50", "warm_post_p50_ms", "ms"),
         ("warm POST p99", "warm_post_p99_ms", "ms"),
-        (
-            "write units per create (billed)",
-            "write_units_per_create",
-            "WCU",
-        ),
+        ("write units per create (billed)", "write_units_per_create", "WCU"),
         ("read units per GET (billed)", "read_units_per_get", "RCU"),
         ("peak RSS after the warm requests", "peak_rss_mib", "MiB"),
         ("binary size", "binary_bytes", "MB"),
@@ -128,67 +117,26 @@ pub fn render_cold(figures: &Value) -> String {
         format!("{label:<62}{value:>8.2}{unit}  (target <= {limit}{unit})  {verdict}")
     };
     let ratio = |name: &str, key: &str| figure(name, key) / figure("minimal", key);
+    let first = |name: &str| figure(name, "first_invocation_ms") / figure(name, "warm_get_p50_ms");
+    #[rustfmt::skip]
+    let targets = [
+        ("cold total: cognito / minimal (the DynamoDB floor)", ratio("cognito", "cold_total_ms"), limits::COLD_TOTAL, "x"),
+        ("first invocation / warm GET p50 (cognito)", first("cognito"), limits::FIRST_INVOCATION, "x"),
+        ("first invocation / warm GET p50 (function)", first("function"), limits::FIRST_INVOCATION, "x"),
+        ("warm GET p50: cognito / minimal", ratio("cognito", "warm_get_p50_ms"), limits::WARM_GET_P50, "x"),
+        ("warm GET p99: cognito / minimal", ratio("cognito", "warm_get_p99_ms"), limits::WARM_GET_P99, "x"),
+        ("warm POST p50: function / minimal", ratio("function", "warm_post_p50_ms"), limits::WARM_POST_P50_BOUNDED, "x"),
+        ("warm POST p50: unbounded / minimal", ratio("unbounded", "warm_post_p50_ms"), limits::WARM_POST_P50_UNBOUNDED, "x"),
+        ("write units per accepted create (function)", figure("function", "write_units_per_create"), limits::WRITE_UNITS_BOUNDED, " WCU"),
+        ("write units per accepted create (unbounded)", figure("unbounded", "write_units_per_create"), limits::WRITE_UNITS_UNBOUNDED, " WCU"),
+        ("peak RSS (cognito)", figure("cognito", "peak_rss_mib"), limits::PEAK_RSS_MIB, " MiB"),
+        ("stripped x86_64 binary (function)", figure("function", "binary_bytes") / 1e6, limits::BINARY_MB, " MB"),
+    ];
     lines.push(String::new());
     lines.push("targets (ratios within this run):".into());
-    lines.push(target(
-        "cold total: cognito / minimal (the DynamoDB floor)",
-        ratio("cognito", "cold_total_ms"),
-        limits::COLD_TOTAL,
-        "x",
-    ));
-    for name in ["cognito", "function"] {
-        lines.push(target(
-            &format!("first invocation / warm GET p50 ({name})"),
-            figure(name, "first_invocation_ms") / figure(name, "warm_get_p50_ms"),
-            limits::FIRST_INVOCATION,
-            "x",
-        ));
+    for (label, value, limit, unit) in targets {
+        lines.push(target(label, value, limit, unit));
     }
-    for (label, key, limit) in [
-        ("warm GET p50", "warm_get_p50_ms", limits::WARM_GET_P50),
-        ("warm GET p99", "warm_get_p99_ms", limits::WARM_GET_P99),
-    ] {
-        lines.push(target(
-            &format!("{label}: cognito / minimal"),
-            ratio("cognito", key),
-            limit,
-            "x",
-        ));
-    }
-    for (name, limit) in [
-        ("function", limits::WARM_POST_P50_BOUNDED),
-        ("unbounded", limits::WARM_POST_P50_UNBOUNDED),
-    ] {
-        lines.push(target(
-            &format!("warm POST p50: {name} / minimal"),
-            ratio(name, "warm_post_p50_ms"),
-            limit,
-            "x",
-        ));
-    }
-    for (name, limit) in [
-        ("function", limits::WRITE_UNITS_BOUNDED),
-        ("unbounded", limits::WRITE_UNITS_UNBOUNDED),
-    ] {
-        lines.push(target(
-            &format!("write units per accepted create ({name})"),
-            figure(name, "write_units_per_create"),
-            limit,
-            " WCU",
-        ));
-    }
-    lines.push(target(
-        "peak RSS (cognito)",
-        figure("cognito", "peak_rss_mib"),
-        limits::PEAK_RSS_MIB,
-        " MiB",
-    ));
-    lines.push(target(
-        "stripped x86_64 binary (function)",
-        figure("function", "binary_bytes") / 1e6,
-        limits::BINARY_MB,
-        " MB",
-    ));
     if functions.contains_key("before-cognito") {
         lines.push(String::new());
         lines.push("against the build compared (--compare), same configuration:".into());
