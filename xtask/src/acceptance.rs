@@ -4,6 +4,8 @@
 //! tokens in TOKEN_A and TOKEN_B or with Cognito test users; and the same
 //! suite against a local stack, as the contract tests use it.
 
+use std::process::Command;
+
 use plant_store_local_support::keys::Issuer;
 use plant_store_local_support::process::run;
 use plant_store_local_support::{Result, log};
@@ -12,21 +14,21 @@ use crate::stack::debug_binary;
 
 /// The suite against `url`; `options` are the admin command's (the Cognito pool).
 pub fn acceptance(url: &str, options: &[String]) -> Result {
-    run(
-        std::process::Command::new(debug_binary("plant-store-admin")?)
-            .args(["acceptance", "--url", url])
-            .args(options),
-    )
+    run(suite(url)?.args(options))
+}
+
+/// `plant-store-admin acceptance --url URL`.
+fn suite(url: &str) -> Result<Command> {
+    let mut command = Command::new(debug_binary("plant-store-admin")?);
+    command.args(["acceptance", "--url", url]);
+    Ok(command)
 }
 
 /// The suite against a local stack that trusts `issuer`, as two owners
 /// that only this suite uses.
 pub fn acceptance_on_local_stack(url: &str, issuer: &Issuer) -> Result {
     log!("the acceptance suite (scripts/acceptance) at {url}, as two owners");
-    run(
-        std::process::Command::new(debug_binary("plant-store-admin")?)
-            .args(["acceptance", "--url", url])
-            .env("TOKEN_A", issuer.token("acceptance-a", 3600))
-            .env("TOKEN_B", issuer.token("acceptance-b", 3600)),
-    )
+    run(suite(url)?
+        .env("TOKEN_A", issuer.token("acceptance-a", 3600))
+        .env("TOKEN_B", issuer.token("acceptance-b", 3600)))
 }

@@ -42,11 +42,12 @@ impl Stack {
 
     /// Creates `table` on DynamoDB Local (`plant-store-admin create-table`).
     pub fn create_table(&self, table: &str) -> Result {
-        run(self.env.command(debug_binary("plant-store-admin")?).args([
-            "create-table",
-            "--name",
-            table,
-        ]))
+        run(self.admin()?.args(["create-table", "--name", table]))
+    }
+
+    /// The operator's commands (`plant-store-admin`) on this stack's DynamoDB.
+    pub fn admin(&self) -> Result<Command> {
+        Ok(self.env.command(debug_binary("plant-store-admin")?))
     }
 
     /// The function under `cargo lambda watch` on 127.0.0.1:`port` (which

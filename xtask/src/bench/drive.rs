@@ -15,8 +15,7 @@ use serde_json::{Value, json};
 
 use super::billing::billed;
 use super::report::{median, percentile, render_cold, render_throughput, write_results};
-use super::{Measured, Settings, Setup};
-use crate::stack::debug_binary;
+use super::{Measured, Settings, Setup, TABLE};
 
 /// The DynamoDB Local JVM speeds up as it compiles its hot paths: warm
 /// requests that prime it before anything is measured.
@@ -241,9 +240,8 @@ pub async fn burst(setup: &Setup, settings: &Settings) -> Result {
             let recount = output(
                 setup
                     .stack
-                    .env
-                    .command(debug_binary("plant-store-admin")?)
-                    .args(["recount", "--table", "bench-plants", "--owner", name]),
+                    .admin()?
+                    .args(["recount", "--table", TABLE, "--owner", name]),
             )?;
             exact &= recount.contains("1 counts right, 0 would set");
         }

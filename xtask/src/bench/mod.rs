@@ -249,6 +249,7 @@ pub fn bench(settings: &Settings) -> Result {
     Ok(())
 }
 
+/// The benchmark's table on its DynamoDB Local.
 const TABLE: &str = "bench-plants";
 
 /// Builds the function and the baselines.
