@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Duration;
 
-use crate::process::{Started, Stop, run, start as start_process, tail, wait_for};
+use crate::process::{Started, run, start as start_process, tail, wait_for};
 use crate::{Result, log, root, tools_dir};
 
 /// Ships Amazon's DynamoDB Local 3.3.1.
@@ -55,25 +55,22 @@ fn ensure_installed() -> Result {
 pub fn start(port: u16, data_dir: Option<&Path>) -> Result<(String, Started)> {
     log!("starting DynamoDB Local on 127.0.0.1:{port}");
     std::fs::create_dir_all(tools_dir())?;
-    let log_path = tools_dir().join(format!("dynamodb-local-{port}.log"));
-    let log_file = std::fs::File::create(&log_path)?;
+    let log = tools_dir().join(format!("dynamodb-local-{port}.log"));
+    let grace = Duration::from_secs(10);
     let dynamodb = start_process(
         "DynamoDB Local",
-        command(port, data_dir)?
-            .stdout(log_file.try_clone()?)
-            .stderr(log_file),
-        Stop::terminate(Duration::from_secs(10)),
+        &mut command(port, data_dir)?,
+        grace,
+        Some(&log),
     )?;
     let url = format!("http://127.0.0.1:{port}");
-    // Its first start may install it.
     wait_for(
         &format!("{url}/"),
         None,
         &dynamodb,
         Duration::from_secs(180),
-        &[],
     )
-    .map_err(|error| format!("{error}\n{}", tail(&log_path, 40)))?;
+    .map_err(|error| format!("{error}\n{}", tail(&log, 40)))?;
     Ok((url, dynamodb))
 }
 

@@ -83,12 +83,10 @@ impl Env {
 /// which the runtime reports as an error line on the first screen.
 pub fn wait_until_answering(port: u16, process: &Started, timeout: Duration) -> Result {
     wait_for_port(port, process, timeout)?;
-    let patience = timeout.as_secs().to_string();
     wait_for(
         &format!("http://127.0.0.1:{port}/plants"),
         Some(401),
         process,
         timeout,
-        &["--max-time", &patience],
     )
 }

@@ -6,7 +6,9 @@
 
 use std::io::Write;
 use std::os::unix::process::CommandExt;
-use std::process::{Child, Command, Stdio};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, ExitStatus, Stdio};
+use std::sync::atomic::{AtomicBool, Ordering::SeqCst};
 use std::sync::{Arc, Mutex};
 use std::thread::ThreadId;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
@@ -16,95 +18,77 @@ use crate::Result;
 /// One progress line on stderr, with the time of day (UTC), so that a run's
 /// log shows what each step costs.
 pub fn log(message: &str) {
-    let seconds = SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .unwrap()
-        .as_secs()
-        % 86_400;
+    let seconds = SystemTime::now().duration_since(UNIX_EPOCH).unwrap();
+    let seconds = seconds.as_secs() % 86_400;
     let (hours, minutes, seconds) = (seconds / 3600, seconds / 60 % 60, seconds % 60);
-    let _ = writeln!(
-        std::io::stderr(),
-        "==> {hours:02}:{minutes:02}:{seconds:02} {message}"
-    );
+    let mut stderr = std::io::stderr();
+    let _ = writeln!(stderr, "==> {hours:02}:{minutes:02}:{seconds:02} {message}");
 }
 
-fn describe(command: &Command) -> String {
-    let mut words = vec![command.get_program().to_string_lossy().into_owned()];
-    words.extend(
-        command
-            .get_args()
-            .map(|arg| arg.to_string_lossy().into_owned()),
-    );
-    words.join(" ")
+/// An error unless `status`, `command`'s (or why it did not run), is a
+/// success; with what it printed on stderr, if that was captured.
+fn check(command: &Command, status: std::io::Result<ExitStatus>, stderr: &[u8]) -> Result {
+    let words = std::iter::once(command.get_program()).chain(command.get_args());
+    let described = words.map(|word| word.to_string_lossy()).collect::<Vec<_>>();
+    let stderr = String::from_utf8_lossy(stderr);
+    match status {
+        Ok(status) if status.success() => Ok(()),
+        Ok(status) => Err(format!(
+            "{} failed ({status}) {}",
+            described.join(" "),
+            stderr.trim()
+        )),
+        Err(error) => Err(format!("cannot run {}: {error}", described.join(" "))),
+    }
+    .map_err(|message| message.trim_end().into())
 }
 
 /// Runs `command` to its end; an error unless it succeeds.
 pub fn run(command: &mut Command) -> Result {
-    let status = command
-        .status()
-        .map_err(|error| format!("cannot run {}: {error}", describe(command)))?;
-    if status.success() {
-        Ok(())
-    } else {
-        Err(format!("{} failed ({status})", describe(command)).into())
-    }
-}
-
-/// The last `count` lines of a log file, to show with a failure.
-pub fn tail(path: &std::path::Path, count: usize) -> String {
-    let text = std::fs::read_to_string(path).unwrap_or_default();
-    let lines: Vec<&str> = text.lines().collect();
-    lines[lines.len().saturating_sub(count)..].join("\n")
+    let status = command.status();
+    check(command, status, &[])
 }
 
 /// Runs `command`, its stdout printed and also written to `log_file`; an
 /// error unless it succeeds.
-pub fn run_logged(command: &mut Command, log_file: &std::path::Path) -> Result {
+pub fn run_logged(command: &mut Command, log_file: &Path) -> Result {
     use std::io::{BufRead, BufReader};
-    let mut child = command
-        .stdout(Stdio::piped())
-        .spawn()
-        .map_err(|error| format!("cannot run {}: {error}", describe(command)))?;
+    let mut child = match command.stdout(Stdio::piped()).spawn() {
+        Ok(child) => child,
+        Err(error) => return check(command, Err(error), &[]),
+    };
     let mut log = std::fs::File::create(log_file)?;
     for line in BufReader::new(child.stdout.take().unwrap()).lines() {
         let line = line?;
         println!("{line}");
         writeln!(log, "{line}")?;
     }
-    let status = child.wait()?;
-    if status.success() {
-        Ok(())
-    } else {
-        Err(format!("{} failed ({status})", describe(command)).into())
-    }
+    let status = child.wait();
+    check(command, status, &[])
 }
 
 /// Runs `command` and returns what it printed on stdout (trimmed); an error,
 /// with what it printed on stderr, unless it succeeds.
 pub fn output(command: &mut Command) -> Result<String> {
-    let output = command
-        .stderr(Stdio::piped())
-        .output()
-        .map_err(|error| format!("cannot run {}: {error}", describe(command)))?;
-    if !output.status.success() {
-        return Err(format!(
-            "{} failed ({}): {}",
-            describe(command),
-            output.status,
-            String::from_utf8_lossy(&output.stderr).trim()
-        )
-        .into());
-    }
-    Ok(String::from_utf8_lossy(&output.stdout).trim().to_owned())
+    let (status, stdout, stderr) = match command.stderr(Stdio::piped()).output() {
+        Ok(output) => (Ok(output.status), output.stdout, output.stderr),
+        Err(error) => (Err(error), Vec::new(), Vec::new()),
+    };
+    check(command, status, &stderr)?;
+    Ok(String::from_utf8_lossy(&stdout).trim().to_owned())
 }
 
 /// Whether `command` runs and succeeds, its output discarded.
 pub fn succeeds(command: &mut Command) -> bool {
-    command
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .status()
-        .is_ok_and(|status| status.success())
+    let status = command.stdout(Stdio::null()).stderr(Stdio::null()).status();
+    status.is_ok_and(|status| status.success())
+}
+
+/// The last `count` lines of a log file, to show with a failure.
+pub fn tail(path: &Path, count: usize) -> String {
+    let text = std::fs::read_to_string(path).unwrap_or_default();
+    let lines: Vec<&str> = text.lines().collect();
+    lines[lines.len().saturating_sub(count)..].join("\n")
 }
 
 type Cleanup = Box<dyn FnOnce() + Send>;
@@ -120,30 +104,21 @@ pub fn on_exit(cleanup: impl FnOnce() + Send + 'static) {
     CLEANUPS.lock().unwrap().push((thread, Box::new(cleanup)));
 }
 
-/// Runs every registered clean-up, last registered first.
-fn clean_up_all() {
-    loop {
-        let Some((_, cleanup)) = CLEANUPS.lock().unwrap().pop() else {
-            return;
-        };
-        cleanup();
-    }
-}
-
 /// A part of a task: what its thread registers meanwhile is cleaned up when
 /// the guard drops (also on an error or a panic), last registered first;
 /// what other threads register is theirs. `main` holds one for the whole
 /// task.
 pub struct Scope {
     start: usize,
-    thread: ThreadId,
+    thread: Option<ThreadId>,
 }
 
 impl Scope {
     pub fn new() -> Self {
+        let (start, thread) = (CLEANUPS.lock().unwrap().len(), std::thread::current().id());
         Self {
-            start: CLEANUPS.lock().unwrap().len(),
-            thread: std::thread::current().id(),
+            start,
+            thread: Some(thread),
         }
     }
 }
@@ -155,15 +130,16 @@ impl Default for Scope {
 }
 
 impl Drop for Scope {
+    /// Runs this scope's clean-ups (every thread's, for the scope of a
+    /// signal's end: `thread` is `None`), one at a time, outside the lock.
     fn drop(&mut self) {
         loop {
             let cleanup = {
                 let mut cleanups = CLEANUPS.lock().unwrap();
                 let start = self.start.min(cleanups.len());
-                let Some(last) = cleanups[start..]
-                    .iter()
-                    .rposition(|(thread, _)| *thread == self.thread)
-                else {
+                let ours =
+                    |(thread, _): &(ThreadId, Cleanup)| self.thread.is_none_or(|t| t == *thread);
+                let Some(last) = cleanups[start..].iter().rposition(ours) else {
                     return;
                 };
                 cleanups.remove(start + last).1
@@ -174,7 +150,7 @@ impl Drop for Scope {
 }
 
 /// Set when a signal ends the task: what stops then is expected to.
-static STOPPING: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+static STOPPING: AtomicBool = AtomicBool::new(false);
 
 /// Makes Ctrl-C (SIGINT), SIGTERM and SIGHUP run the clean-ups and then end
 /// the task (status 130): the signals are blocked in every thread and one
@@ -193,9 +169,12 @@ pub fn stop_on_signals() {
         std::thread::spawn(move || {
             let mut received = 0;
             libc::sigwait(&signals, &mut received);
-            STOPPING.store(true, std::sync::atomic::Ordering::SeqCst);
+            STOPPING.store(true, SeqCst);
             log("stopping what this task started");
-            clean_up_all();
+            drop(Scope {
+                start: 0,
+                thread: None,
+            });
             std::process::exit(130);
         });
     }
@@ -207,71 +186,76 @@ pub fn stop_on_signals() {
 pub struct Started {
     pub name: String,
     child: Arc<Mutex<Child>>,
-    stop: Stop,
-}
-
-/// How a started process is stopped: this signal to its process group, then
-/// SIGKILL after the grace period.
-#[derive(Clone, Copy)]
-pub struct Stop {
-    signal: i32,
     grace: Duration,
+    log: Option<PathBuf>,
 }
 
-impl Stop {
-    /// SIGTERM, as a service manager stops a service.
-    pub fn terminate(grace: Duration) -> Self {
-        Self {
-            signal: libc::SIGTERM,
-            grace,
-        }
-    }
-
-    /// SIGINT, as Ctrl-C in a terminal stops it.
-    pub fn interrupt(grace: Duration) -> Self {
-        Self {
-            signal: libc::SIGINT,
-            grace,
-        }
-    }
-}
-
-/// Starts `command` as the leader of a new process group, and registers its
-/// stop. The kernel also ends it if the thread that started it ends
-/// (`PR_SET_PDEATHSIG`): a task's main thread, a test's own thread, or the
-/// thread a test binary keeps for what it shares.
-pub fn start(name: &str, command: &mut Command, stop: Stop) -> Result<Started> {
+/// Starts `command` as the leader of a new process group, its stdout and
+/// stderr in the file `log` if given, and registers its stop: SIGTERM to
+/// the group, then SIGKILL after `grace`. The kernel also ends it if the
+/// thread that started it ends (`PR_SET_PDEATHSIG`): a task's main thread,
+/// a test's own thread, or the thread a test binary keeps for what it shares.
+pub fn start(
+    name: &str,
+    command: &mut Command,
+    grace: Duration,
+    log: Option<&Path>,
+) -> Result<Started> {
     // SAFETY: prctl is async-signal-safe and touches no memory of ours.
     unsafe {
-        command.pre_exec(|| {
-            if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL) == 0 {
-                Ok(())
-            } else {
-                Err(std::io::Error::last_os_error())
-            }
-        });
+        command.pre_exec(
+            || match libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL) {
+                0 => Ok(()),
+                _ => Err(std::io::Error::last_os_error()),
+            },
+        );
     }
-    let child = command
-        .process_group(0)
-        .stdin(Stdio::null())
-        .spawn()
-        .map_err(|error| format!("cannot start {name} ({}): {error}", describe(command)))?;
-    let child = Arc::new(Mutex::new(child));
-    on_exit({
-        let child = child.clone();
-        move || stop_group(&mut child.lock().unwrap(), stop)
-    });
-    Ok(Started {
+    if let Some(log) = log {
+        let file = std::fs::File::create(log)?;
+        command.stdout(file.try_clone()?).stderr(file);
+    }
+    let spawned = command.process_group(0).stdin(Stdio::null()).spawn();
+    let child = spawned.map_err(|error| format!("cannot start {name}: {error}"))?;
+    let started = Started {
         name: name.to_owned(),
-        child,
-        stop,
-    })
+        child: Arc::new(Mutex::new(child)),
+        grace,
+        log: log.map(Path::to_owned),
+    };
+    on_exit({
+        let started = started.clone();
+        move || started.stop()
+    });
+    Ok(started)
 }
 
 impl Started {
-    /// Stops it now, as the end of the task would.
+    /// Stops it now, as the end of the task would: SIGTERM to its group and
+    /// to every descendant that left it (cargo lambda watch starts the
+    /// function in a session of its own, and waits for it), then SIGKILL to
+    /// the rest after the grace period, whatever the leader did.
     pub fn stop(&self) {
-        stop_group(&mut self.child.lock().unwrap(), self.stop);
+        let mut child = self.child.lock().unwrap();
+        if !matches!(child.try_wait(), Ok(None)) {
+            return;
+        }
+        let (group, pids) = (-(child.id() as i32), descendants(child.id()));
+        let signal_all = |signal| {
+            // SAFETY: kill(2) on our own child's group and its descendants.
+            unsafe {
+                libc::kill(group, signal);
+                for &pid in &pids {
+                    libc::kill(pid as i32, signal);
+                }
+            }
+        };
+        signal_all(libc::SIGTERM);
+        let deadline = Instant::now() + self.grace;
+        while Instant::now() < deadline && matches!(child.try_wait(), Ok(None)) {
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        signal_all(libc::SIGKILL);
+        let _ = child.wait();
     }
 
     /// Whether it still runs (it is reaped if it ended).
@@ -279,66 +263,40 @@ impl Started {
         matches!(self.child.lock().unwrap().try_wait(), Ok(None))
     }
 
-    /// Waits until it ends; an error, with the end of `log` (where its
-    /// output went), unless it succeeded. For a job started in the
-    /// background, such as a build.
-    pub fn finish(&self, log: &std::path::Path) -> Result {
-        loop {
-            // Polled, so that a clean-up can take the lock meanwhile.
-            if let Some(status) = self.child.lock().unwrap().try_wait()? {
-                return if status.success() {
-                    Ok(())
-                } else {
-                    Err(format!("{} failed ({status})\n{}", self.name, tail(log, 40)).into())
-                };
-            }
-            std::thread::sleep(Duration::from_millis(250));
+    /// Waits until it ends; an error, with the end of its log, unless it
+    /// succeeded. For a job started in the background, such as a build.
+    pub fn finish(&self) -> Result {
+        let status = self.wait_for_end();
+        if status.success() {
+            return Ok(());
         }
+        let printed = self
+            .log
+            .as_deref()
+            .map(|log| tail(log, 40))
+            .unwrap_or_default();
+        Err(format!("{} failed ({status})\n{printed}", self.name).into())
     }
 
     /// Waits until it ends by itself, an error; or until a signal ends the
     /// task, which then stops it and exits.
     pub fn wait(&self) -> Result {
+        let status = self.wait_for_end();
+        while STOPPING.load(SeqCst) {
+            std::thread::sleep(Duration::from_secs(1));
+        }
+        Err(format!("{} exited ({status})", self.name).into())
+    }
+
+    /// Polled, so that a clean-up can take the lock meanwhile.
+    fn wait_for_end(&self) -> ExitStatus {
         loop {
-            let exited = self.child.lock().unwrap().try_wait()?;
-            if let Some(status) = exited
-                && !STOPPING.load(std::sync::atomic::Ordering::SeqCst)
-            {
-                return Err(format!("{} exited ({status})", self.name).into());
+            if let Ok(Some(status)) = self.child.lock().unwrap().try_wait() {
+                return status;
             }
             std::thread::sleep(Duration::from_millis(250));
         }
     }
-}
-
-fn stop_group(child: &mut Child, stop: Stop) {
-    if !matches!(child.try_wait(), Ok(None)) {
-        return;
-    }
-    // Its group, and every descendant that left it (cargo lambda watch
-    // starts the function in a session of its own, and waits for it).
-    let group = -(child.id() as i32);
-    let descendants = descendants(child.id());
-    let signal_all = |signal| {
-        // SAFETY: kill(2) on our own child's group and its descendants.
-        unsafe {
-            libc::kill(group, signal);
-            for &pid in &descendants {
-                libc::kill(pid as i32, signal);
-            }
-        }
-    };
-    signal_all(stop.signal);
-    let deadline = Instant::now() + stop.grace;
-    while Instant::now() < deadline {
-        if !matches!(child.try_wait(), Ok(None)) {
-            break;
-        }
-        std::thread::sleep(Duration::from_millis(100));
-    }
-    // The rest too, whatever the leader did.
-    signal_all(libc::SIGKILL);
-    let _ = child.wait();
 }
 
 /// Every process below `pid`, from each process's parent in /proc.
@@ -348,7 +306,7 @@ fn descendants(pid: u32) -> Vec<u32> {
         .flatten()
         .flatten()
         .filter_map(|entry| {
-            let child: u32 = entry.file_name().to_str()?.parse().ok()?;
+            let child = entry.file_name().to_str()?.parse().ok()?;
             let stat = std::fs::read_to_string(entry.path().join("stat")).ok()?;
             // After the command's closing parenthesis: state, then parent.
             let parent = stat
@@ -363,8 +321,7 @@ fn descendants(pid: u32) -> Vec<u32> {
         .collect();
     let mut found = vec![pid];
     let mut index = 0;
-    while index < found.len() {
-        let parent = found[index];
+    while let Some(&parent) = found.get(index) {
         found.extend(
             parents
                 .iter()
@@ -378,31 +335,8 @@ fn descendants(pid: u32) -> Vec<u32> {
 
 /// A free port on 127.0.0.1 (free when asked).
 pub fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .and_then(|listener| listener.local_addr())
-        .expect("a free port on 127.0.0.1")
-        .port()
-}
-
-/// The HTTP status `url` answers with (curl, any status), if it answers.
-pub fn http_status(url: &str, curl_options: &[&str]) -> Option<u16> {
-    output(
-        Command::new("curl")
-            .args([
-                "-s",
-                "--max-time",
-                "5",
-                "-o",
-                "/dev/null",
-                "-w",
-                "%{http_code}",
-            ])
-            .args(curl_options)
-            .arg(url),
-    )
-    .ok()
-    .and_then(|code| code.parse().ok())
-    .filter(|&code| code != 0)
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("a free port on 127.0.0.1");
+    listener.local_addr().unwrap().port()
 }
 
 /// Waits until something accepts connections on 127.0.0.1:`port`; fails
@@ -419,18 +353,28 @@ pub fn wait_for_port(port: u16, process: &Started, timeout: Duration) -> Result 
 }
 
 /// Waits until `url` answers `wanted` (any status when `None`); fails when
-/// `process` ends first or after `timeout`.
-pub fn wait_for(
-    url: &str,
-    wanted: Option<u16>,
-    process: &Started,
-    timeout: Duration,
-    curl_options: &[&str],
-) -> Result {
+/// `process` ends first or after `timeout`. Each probe (curl) may take the
+/// whole `timeout`: a server may hold a request until it is ready.
+pub fn wait_for(url: &str, wanted: Option<u16>, process: &Started, timeout: Duration) -> Result {
     let deadline = Instant::now() + timeout;
+    let patience = timeout.as_secs().to_string();
     let mut last = None;
     while Instant::now() < deadline {
-        last = http_status(url, curl_options);
+        let mut curl = Command::new("curl");
+        curl.args([
+            "-s",
+            "-o",
+            "/dev/null",
+            "-w",
+            "%{http_code}",
+            "--max-time",
+            &patience,
+            url,
+        ]);
+        last = output(&mut curl)
+            .ok()
+            .and_then(|code| code.parse().ok())
+            .filter(|&code| code != 0);
         if last.is_some() && (wanted.is_none() || last == wanted) {
             return Ok(());
         }
@@ -439,11 +383,8 @@ pub fn wait_for(
         }
         std::thread::sleep(Duration::from_millis(250));
     }
-    Err(format!(
-        "{url} did not answer {} within {timeout:?} (last status: {last:?})",
-        wanted.map_or("at all".to_owned(), |status| status.to_string())
-    )
-    .into())
+    let wanted = wanted.map_or("at all".to_owned(), |status| status.to_string());
+    Err(format!("{url} did not answer {wanted} within {timeout:?} (last status: {last:?})").into())
 }
 
 #[cfg(test)]
@@ -456,6 +397,14 @@ mod tests {
             stat.rsplit_once(')')
                 .is_some_and(|(_, rest)| !rest.trim_start().starts_with('Z'))
         })
+    }
+
+    fn within_5s(done: impl Fn() -> bool, what: &str) {
+        let deadline = Instant::now() + Duration::from_secs(5);
+        while !done() {
+            assert!(Instant::now() < deadline, "{what}");
+            std::thread::sleep(Duration::from_millis(20));
+        }
     }
 
     #[test]
@@ -477,40 +426,36 @@ mod tests {
     #[test]
     fn the_end_of_a_scope_stops_what_it_started_and_what_that_started_in_another_session() {
         let pid_file = std::env::temp_dir().join(format!("xtask-scope-{}", std::process::id()));
-        let (leader, escaped) = {
+        let escaped = || {
+            std::fs::read_to_string(&pid_file)
+                .ok()?
+                .trim()
+                .parse::<u32>()
+                .ok()
+        };
+        let leader = {
             let _scope = Scope::new();
+            let script = format!(
+                "setsid sleep 600 & echo $! > {}; sleep 600",
+                pid_file.display()
+            );
+            let mut shell = Command::new("sh");
             let started = start(
                 "a shell",
-                Command::new("sh").arg("-c").arg(format!(
-                    "setsid sleep 600 & echo $! > {}; sleep 600",
-                    pid_file.display()
-                )),
-                Stop::terminate(Duration::from_secs(5)),
-            )
-            .unwrap();
-            let deadline = Instant::now() + Duration::from_secs(5);
-            let escaped = loop {
-                if let Some(pid) = std::fs::read_to_string(&pid_file)
-                    .ok()
-                    .and_then(|text| text.trim().parse::<u32>().ok())
-                {
-                    break pid;
-                }
-                assert!(Instant::now() < deadline, "the shell wrote no pid");
-                std::thread::sleep(Duration::from_millis(20));
-            };
-            assert!(started.is_running() && alive(escaped));
-            (started, escaped)
+                shell.arg("-c").arg(script),
+                Duration::from_secs(5),
+                None,
+            );
+            let started = started.unwrap();
+            within_5s(|| escaped().is_some(), "the shell wrote no pid");
+            assert!(started.is_running() && alive(escaped().unwrap()));
+            started
         };
         assert!(!leader.is_running(), "the leader still runs");
-        let deadline = Instant::now() + Duration::from_secs(5);
-        while alive(escaped) {
-            assert!(
-                Instant::now() < deadline,
-                "the process in its own session still runs"
-            );
-            std::thread::sleep(Duration::from_millis(20));
-        }
+        within_5s(
+            || !alive(escaped().unwrap()),
+            "the process in its own session still runs",
+        );
         let _ = std::fs::remove_file(pid_file);
     }
 }

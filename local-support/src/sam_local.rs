@@ -15,7 +15,7 @@ use std::time::Duration;
 use serde_json::json;
 
 use crate::function::{Env, wait_until_answering};
-use crate::process::{Started, Stop, on_exit, output, run, start, succeeds, tail};
+use crate::process::{Started, on_exit, output, run, start, succeeds, tail};
 use crate::tls_front::start_haproxy;
 use crate::tools::{ensure_qemu_arm64, new_temp_dir, unpack_debian_packages};
 use crate::{Result, log, root, tools_dir};
@@ -39,6 +39,7 @@ const HANDOVER: &str = "PLANT_STORE_SAM_LOCAL";
 /// What `sam local` needs here, ready: the engine's address (and Debian's
 /// binaries first on PATH when they are the ones running), the base image,
 /// and DynamoDB Local's URL as the containers reach it.
+#[derive(Clone)]
 pub struct SamLocal {
     docker_host: Option<String>,
     path: String,
@@ -80,9 +81,8 @@ impl SamLocal {
         })
     }
 
-    /// A command that reaches the engine.
-    fn command(&self, program: &str) -> Command {
-        let mut command = Command::new(program);
+    /// `command`, reaching the engine.
+    fn engine(&self, mut command: Command) -> Command {
         command.env("PATH", &self.path);
         if let Some(host) = &self.docker_host {
             command.env("DOCKER_HOST", host);
@@ -91,7 +91,7 @@ impl SamLocal {
     }
 
     fn docker(&self) -> Command {
-        self.command("docker")
+        self.engine(Command::new("docker"))
     }
 
     /// `sam local SUBCOMMAND` on the built template and the base image, with
@@ -107,30 +107,24 @@ impl SamLocal {
         env: &Env,
         env_file: &Path,
     ) -> Result<Command> {
-        let mut variables = serde_json::Map::new();
-        for (name, value) in env.vars() {
-            variables.insert(name.clone(), value.as_str().into());
-        }
-        variables.insert(
-            "AWS_ENDPOINT_URL_DYNAMODB".into(),
-            self.dynamodb_url.as_str().into(),
-        );
+        let env = env.with("AWS_ENDPOINT_URL_DYNAMODB", &self.dynamodb_url);
+        let variables: serde_json::Map<_, _> = env
+            .vars()
+            .iter()
+            .map(|(name, value)| (name.clone(), value.as_str().into()))
+            .collect();
         std::fs::create_dir_all(env_file.parent().unwrap())?;
         std::fs::write(env_file, json!({ FUNCTION: variables }).to_string())?;
-        let mut command = env.command("sam");
+        let mut command = self.engine(env.command("sam"));
         command
             .args(["local", subcommand, "--template"])
-            .arg(root().join(".aws-sam/build/template.yaml"))
-            .args(["--invoke-image", &self.image, "--skip-pull-image"])
-            .args(["--container-host-interface", "127.0.0.1"])
+            .arg(root().join(".aws-sam/build/template.yaml"));
+        command.args(["--invoke-image", &self.image, "--skip-pull-image"]);
+        command.args(["--container-host-interface", "127.0.0.1"]);
+        command
             .args(["--parameter-overrides", "CreateUserPool=false"])
-            .args(parameters)
-            .arg("--env-vars")
-            .arg(env_file)
-            .env("PATH", &self.path);
-        if let Some(host) = &self.docker_host {
-            command.env("DOCKER_HOST", host);
-        }
+            .args(parameters);
+        command.arg("--env-vars").arg(env_file);
         Ok(command)
     }
 
@@ -146,20 +140,16 @@ impl SamLocal {
     ) -> Result<Started> {
         let env_file = tools_dir().join(format!("sam-local/env-{port}.json"));
         let mut command = self.sam("start-api", parameters, env, &env_file)?;
-        command
-            .args(["--host", "127.0.0.1", "--port", &port.to_string()])
-            .args(["--warm-containers", "EAGER", "--no-watch"]);
-        if let Some(log) = log {
-            let file = std::fs::File::create(log)?;
-            command.stdout(file.try_clone()?).stderr(file);
-        }
+        command.args(["--host", "127.0.0.1", "--port", &port.to_string()]);
+        command.args(["--warm-containers", "EAGER", "--no-watch"]);
         // SAM (1.170) takes over 30 s to end on SIGTERM or SIGINT with a
         // warm container: it is killed after a short grace, and the
         // containers it leaves are removed (remove_lambda_containers).
         let api = start(
             "sam local start-api",
             &mut command,
-            Stop::terminate(Duration::from_secs(3)),
+            Duration::from_secs(3),
+            log,
         )?;
         wait_until_answering(port, &api, Duration::from_secs(300)).map_err(|error| {
             let printed = log.map(|log| tail(log, 60)).unwrap_or_default();
@@ -185,10 +175,8 @@ impl SamLocal {
                 .arg(&event_file)
                 .arg(FUNCTION)
                 .output()?;
-            let (stdout, stderr) = (
-                String::from_utf8_lossy(&printed.stdout),
-                String::from_utf8_lossy(&printed.stderr),
-            );
+            let stdout = String::from_utf8_lossy(&printed.stdout);
+            let stderr = String::from_utf8_lossy(&printed.stderr);
             // sam prints the function's response on stdout, its own lines
             // and the function's log on stderr.
             if let Some(response) = stdout
@@ -213,7 +201,18 @@ impl SamLocal {
     /// Removes what `sam local` ran from the base image (SAM removes its
     /// own containers when it stops cleanly; this also covers a killed run).
     pub fn remove_lambda_containers(&self) {
-        remove_lambda_containers(self.docker());
+        let listed = output(
+            self.docker()
+                .args(["ps", "-a", "--format", "{{.ID}} {{.Image}}"]),
+        );
+        let prefix = format!("{LAMBDA_BASE_REPOSITORY}:");
+        for line in listed.unwrap_or_default().lines() {
+            if let Some((id, image)) = line.split_once(' ')
+                && image.starts_with(&prefix)
+            {
+                let _ = output(self.docker().args(["rm", "-f", id]));
+            }
+        }
     }
 
     /// The base image's name, building it once: its tag is a hash of its
@@ -245,29 +244,28 @@ impl SamLocal {
         )?;
         // FROM scratch pulls nothing; --platform records the image as arm64,
         // so that no engine goes looking for it in a registry.
-        output(
-            self.docker()
-                .args([
-                    "build",
-                    "--quiet",
-                    "--platform",
-                    "linux/arm64",
-                    "-t",
-                    &image,
-                ])
-                .arg(&context)
-                .env("DOCKER_BUILDKIT", "0"),
-        )?;
+        let mut build = self.docker();
+        build
+            .args([
+                "build",
+                "--quiet",
+                "--platform",
+                "linux/arm64",
+                "-t",
+                &image,
+            ])
+            .arg(&context);
+        output(build.env("DOCKER_BUILDKIT", "0"))?;
         std::fs::remove_dir_all(&context)?;
         // Earlier recipes' images, and SAM's invoke image built on one of
         // them: its name does not change with the base image, so SAM would
         // keep using it.
-        let images = output(self.docker().args([
-            "images",
-            LAMBDA_BASE_REPOSITORY,
-            "--format",
-            "{{.Repository}}:{{.Tag}}",
-        ]))?;
+        let format = "{{.Repository}}:{{.Tag}}";
+        let images =
+            output(
+                self.docker()
+                    .args(["images", LAMBDA_BASE_REPOSITORY, "--format", format]),
+            )?;
         for old in images.lines().filter(|old| *old != image) {
             output(self.docker().args(["rmi", "-f", old]))?;
         }
@@ -298,12 +296,12 @@ impl SamLocal {
             // Some engines leave it out: take the bridge interface's own address.
             let bridge = inspect(r#"{{index .Options "com.docker.network.bridge.name"}}"#)?;
             let bridge = if bridge.is_empty() {
-                "docker0".to_owned()
+                "docker0"
             } else {
-                bridge
+                &bridge
             };
             let addresses =
-                output(Command::new("ip").args(["-4", "-o", "addr", "show", "dev", &bridge]))?;
+                output(Command::new("ip").args(["-4", "-o", "addr", "show", "dev", bridge]))?;
             gateway = addresses
                 .split_whitespace()
                 .nth(3)
@@ -317,8 +315,12 @@ impl SamLocal {
         log!(
             "forwarding {gateway}:{port} (the containers' gateway) to DynamoDB Local on 127.0.0.1:{port}"
         );
-        let address = format!("{gateway}:{port}");
-        start_haproxy(&address, "", port, &tools_dir().join("sam-local"))?;
+        start_haproxy(
+            &format!("{gateway}:{port}"),
+            "",
+            port,
+            &tools_dir().join("sam-local"),
+        )?;
         Ok(format!("http://{gateway}:{port}"))
     }
 }
@@ -337,23 +339,20 @@ fn short_hash(text: &str) -> String {
 /// its run state in a temporary folder, without NAT, IP forwarding or DNS
 /// beyond the machine. Only an engine started here is stopped at the end.
 fn ensure_container_engine() -> Result<SamLocal> {
-    let path = std::env::var("PATH").unwrap_or_default();
     let mut sam = SamLocal {
         docker_host: std::env::var("DOCKER_HOST").ok(),
-        path,
+        path: std::env::var("PATH").unwrap_or_default(),
         image: String::new(),
         dynamodb_url: String::new(),
     };
-    let answers = |sam: &SamLocal| succeeds(sam.command("timeout").args(["10", "docker", "info"]));
-    if answers(&sam) {
-        log!(
-            "using the container engine that answers at {}",
-            sam.docker_host.as_deref().unwrap_or("the default socket")
-        );
-        on_exit({
-            let docker = sam.command("docker");
-            move || remove_lambda_containers(docker)
-        });
+    if succeeds(
+        sam.engine(Command::new("timeout"))
+            .args(["10", "docker", "info"]),
+    ) {
+        let host = sam.docker_host.as_deref().unwrap_or("the default socket");
+        log!("using the container engine that answers at {host}");
+        let answering = sam.clone();
+        on_exit(move || answering.remove_lambda_containers());
         return Ok(sam);
     }
     // SAFETY: getuid has no preconditions.
@@ -369,12 +368,8 @@ fn ensure_container_engine() -> Result<SamLocal> {
         let _ = std::fs::remove_dir_all(&engine_dir);
         unpack_debian_packages(&engine_dir, &ENGINE_PACKAGES)?;
     }
-    sam.path = format!(
-        "{}:{}:{}",
-        engine_dir.join("usr/bin").display(),
-        engine_dir.join("usr/sbin").display(),
-        sam.path
-    );
+    let (bin, sbin) = (engine_dir.join("usr/bin"), engine_dir.join("usr/sbin"));
+    sam.path = format!("{}:{}:{}", bin.display(), sbin.display(), sam.path);
     // Unix sockets live here: a short path, gone when the engine stops.
     let run_dir = new_temp_dir("engine")?;
     let host = format!("unix://{}/docker.sock", run_dir.display());
@@ -382,25 +377,23 @@ fn ensure_container_engine() -> Result<SamLocal> {
     let data = tools_dir().join("engine-data");
     std::fs::create_dir_all(&data)?;
     log!("starting Debian's Docker Engine (state in .tools/engine-data, no NAT)");
-    let log_file = std::fs::File::create(tools_dir().join("dockerd.log"))?;
-    let mut dockerd = sam.command("dockerd");
+    let mut dockerd = sam.engine(Command::new("dockerd"));
     dockerd
         .arg("--data-root")
         .arg(&data)
         .arg("--exec-root")
-        .arg(run_dir.join("exec"))
+        .arg(run_dir.join("exec"));
+    dockerd
         .arg("--pidfile")
         .arg(run_dir.join("dockerd.pid"))
-        .args(["-H", &host])
-        .args([
-            "--iptables=false",
-            "--ip-masq=false",
-            "--ip-forward=false",
-            "--dns",
-            "127.0.0.1",
-        ])
-        .stdout(log_file.try_clone()?)
-        .stderr(log_file);
+        .args(["-H", &host]);
+    dockerd.args([
+        "--iptables=false",
+        "--ip-masq=false",
+        "--ip-forward=false",
+        "--dns",
+        "127.0.0.1",
+    ]);
     // Registered before the engine starts, so it runs after the engine
     // stops: the mounts a killed engine may leave (overlays, network
     // namespaces), its bridge, its run folder.
@@ -408,18 +401,13 @@ fn ensure_container_engine() -> Result<SamLocal> {
         let (data, run_dir) = (data.clone(), run_dir.clone());
         move || remove_engine_leftovers(&data, &run_dir)
     });
-    let engine = start(
-        "dockerd",
-        &mut dockerd,
-        Stop::terminate(Duration::from_secs(30)),
-    )?;
+    let log = tools_dir().join("dockerd.log");
+    let engine = start("dockerd", &mut dockerd, Duration::from_secs(30), Some(&log))?;
     // Registered after it: runs first, while the engine still answers.
-    on_exit({
-        let docker = sam.command("docker");
-        move || remove_lambda_containers(docker)
-    });
+    let answering = sam.clone();
+    on_exit(move || answering.remove_lambda_containers());
     for _ in 0..120 {
-        if succeeds(sam.command("docker").arg("info")) {
+        if succeeds(sam.docker().arg("info")) {
             return Ok(sam);
         }
         if !engine.is_running() {
@@ -427,40 +415,15 @@ fn ensure_container_engine() -> Result<SamLocal> {
         }
         std::thread::sleep(Duration::from_millis(500));
     }
-    let log = tail(&tools_dir().join("dockerd.log"), 20);
-    Err(format!("the container engine did not start:\n{log}").into())
-}
-
-/// Removes what `sam local` ran from the base image (SAM removes its own
-/// containers when it stops cleanly; this also covers a killed run).
-fn remove_lambda_containers(mut docker: Command) {
-    let Ok(listed) = output(docker.args(["ps", "-a", "--format", "{{.ID}} {{.Image}}"])) else {
-        return;
-    };
-    let prefix = format!("{LAMBDA_BASE_REPOSITORY}:");
-    for line in listed.lines() {
-        if let Some((id, image)) = line.split_once(' ')
-            && image.starts_with(&prefix)
-        {
-            let mut remove = Command::new(docker.get_program());
-            remove.envs(
-                docker
-                    .get_envs()
-                    .filter_map(|(name, value)| Some((name, value?))),
-            );
-            let _ = output(remove.args(["rm", "-f", id]));
-        }
-    }
+    Err(format!("the container engine did not start:\n{}", tail(&log, 20)).into())
 }
 
 fn remove_engine_leftovers(data: &Path, run_dir: &Path) {
     let mounts = output(Command::new("findmnt").args(["-rn", "-o", "TARGET"])).unwrap_or_default();
-    let mut ours: Vec<&str> = mounts
-        .lines()
-        .filter(|target| {
-            Path::new(target).starts_with(data) || Path::new(target).starts_with(run_dir)
-        })
-        .collect();
+    let ours = |target: &&str| {
+        Path::new(target).starts_with(data) || Path::new(target).starts_with(run_dir)
+    };
+    let mut ours: Vec<&str> = mounts.lines().filter(ours).collect();
     ours.sort_unstable_by(|a, b| b.cmp(a));
     for target in ours {
         let _ = output(Command::new("umount").args(["-l", target]));

@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 
 use rcgen::{BasicConstraints, CertificateParams, CertifiedIssuer, DnType, IsCa, KeyPair, SanType};
 
-use crate::process::{Started, Stop, free_port, start};
+use crate::process::{Started, free_port, start};
 use crate::tools::ensure_haproxy;
 use crate::{Result, log};
 
@@ -99,17 +99,10 @@ pub fn start_haproxy(address: &str, options: &str, upstream: u16, dir: &Path) ->
              backend upstream\n  server local 127.0.0.1:{upstream}\n"
         ),
     )?;
-    let log_file = std::fs::File::create(dir.join(format!("{name}.log")))?;
-    let haproxy = start(
-        "haproxy",
-        Command::new("haproxy")
-            .arg("-f")
-            .arg(&config)
-            .arg("-db")
-            .stdout(log_file.try_clone()?)
-            .stderr(log_file),
-        Stop::terminate(Duration::from_secs(5)),
-    )?;
+    let mut command = Command::new("haproxy");
+    command.arg("-f").arg(&config).arg("-db");
+    let log = dir.join(format!("{name}.log"));
+    let haproxy = start("haproxy", &mut command, Duration::from_secs(5), Some(&log))?;
     let deadline = Instant::now() + Duration::from_secs(10);
     while TcpStream::connect(address).is_err() {
         if !haproxy.is_running() || Instant::now() > deadline {

@@ -13,9 +13,10 @@ use aws_sdk_cognitoidentityprovider::config::{BehaviorVersion, Credentials, Regi
 use aws_sdk_cognitoidentityprovider::types::{
     ExplicitAuthFlowsType, PasswordPolicyType, UserPoolPolicyType, UsernameAttributeType,
 };
-use plant_store_local_support::process::{Started, Stop, free_port, start, wait_for_port};
+use plant_store_local_support::process::{Started, free_port, start, wait_for_port};
 
 const START_TIMEOUT: Duration = Duration::from_secs(60);
+const GRACE: Duration = Duration::from_secs(5);
 const REGION: &str = "us-east-1";
 
 /// moto's server, stopped on drop.
@@ -59,15 +60,10 @@ impl MotoCognito {
         let mut command = Command::new(program);
         command
             .args(["-H", "127.0.0.1", "-p", &port.to_string()])
-            .stdout(Stdio::null())
             .stderr(Stdio::null());
-        let server = start(
-            "moto_server",
-            &mut command,
-            Stop::terminate(Duration::from_secs(5)),
-        )
-        .and_then(|server| wait_for_port(port, &server, START_TIMEOUT).map(|()| server))
-        .unwrap_or_else(|error| panic!("{error}"));
+        let server = start("moto_server", command.stdout(Stdio::null()), GRACE, None)
+            .and_then(|server| wait_for_port(port, &server, START_TIMEOUT).map(|()| server))
+            .unwrap_or_else(|error| panic!("{error}"));
         let url = format!("http://127.0.0.1:{port}");
         let config = aws_sdk_cognitoidentityprovider::Config::builder()
             .behavior_version(BehaviorVersion::latest())
@@ -115,7 +111,7 @@ impl MotoCognito {
             .unwrap();
         let client_id = app
             .user_pool_client()
-            .and_then(|client| client.client_id())
+            .and_then(|app| app.client_id())
             .unwrap()
             .to_owned();
         Pool { id, client_id }

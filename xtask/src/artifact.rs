@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Duration;
 
-use plant_store_local_support::process::{Started, Stop, output, run, start};
+use plant_store_local_support::process::{Started, output, run, start};
 use plant_store_local_support::tools::ensure_python_tools;
 use plant_store_local_support::{Result, log, root, tools_dir};
 
@@ -61,10 +61,7 @@ pub fn sam_build() -> Result<Artifact> {
 /// `sam build` running in the background: the full test run lints and
 /// tests meanwhile (its optimised, link-time-optimised build keeps one core
 /// busy for long stretches). Stopped with the task if it is not finished.
-pub struct SamBuild {
-    process: Started,
-    log_path: PathBuf,
-}
+pub struct SamBuild(Started);
 
 pub fn start_sam_build() -> Result<SamBuild> {
     ensure_python_tools()?;
@@ -77,23 +74,21 @@ pub fn start_sam_build() -> Result<SamBuild> {
         run(Command::new("rustup").args(["target", "add", "aarch64-unknown-linux-gnu"]))?;
     }
     log!("sam build (arm64, provided.al2023, cargo lambda)");
-    let log_path = tools_dir().join("sam-build.log");
-    let log_file = std::fs::File::create(&log_path)?;
-    let process = start(
+    let mut sam = Command::new("sam");
+    sam.args(["build", "--template", "template.yaml", "--beta-features"]);
+    let log = tools_dir().join("sam-build.log");
+    Ok(SamBuild(start(
         "sam build",
-        Command::new("sam")
-            .args(["build", "--template", "template.yaml", "--beta-features"])
-            .stdout(log_file.try_clone()?)
-            .stderr(log_file),
-        Stop::terminate(Duration::from_secs(5)),
-    )?;
-    Ok(SamBuild { process, log_path })
+        &mut sam,
+        Duration::from_secs(5),
+        Some(&log),
+    )?))
 }
 
 impl SamBuild {
     /// Waits for the build, then checks what it made.
     pub fn finish(self) -> Result<Artifact> {
-        self.process.finish(&self.log_path)?;
+        self.0.finish()?;
         check_no_jitter_entropy(&root().join("target/aarch64-unknown-linux-gnu/release"))?;
         let bootstrap = root().join(".aws-sam/build/PlantsFunction/bootstrap");
         check_arm64_bootstrap(&bootstrap)?;

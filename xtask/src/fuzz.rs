@@ -13,11 +13,10 @@
 //! machine's stable toolchain accept them. cargo-fuzz is installed into
 //! .tools/cargo.
 
-use std::path::PathBuf;
 use std::process::Command;
 use std::time::Duration;
 
-use plant_store_local_support::process::{Started, Stop, start};
+use plant_store_local_support::process::{Started, start};
 use plant_store_local_support::tools::ensure_cargo_tool;
 use plant_store_local_support::{Result, log, tools_dir};
 
@@ -29,6 +28,9 @@ const TARGETS: [&str; 6] = [
     "cursor",
     "scopes",
 ];
+
+/// How long a fuzzing process may take to end when stopped.
+const GRACE: Duration = Duration::from_secs(5);
 
 /// cargo-fuzz, installed into .tools/cargo on first use.
 pub fn ensure_cargo_fuzz() -> Result {
@@ -49,12 +51,8 @@ fn cargo_fuzz(priority: Priority) -> Command {
 }
 
 pub fn fuzz(seconds: u64, build: Build) -> Result {
-    let summary = fuzz_targets(
-        start_build(build, Priority::Normal)?,
-        seconds,
-        Priority::Normal,
-    )?;
-    println!("{summary}");
+    let build = start_build(build, Priority::Normal)?;
+    println!("{}", fuzz_targets(build, seconds, Priority::Normal)?);
     Ok(())
 }
 
@@ -79,7 +77,6 @@ pub enum Priority {
 /// Stopped with the task if it is not finished.
 pub struct FuzzBuild {
     process: Started,
-    log_path: PathBuf,
     flags: Vec<&'static str>,
 }
 
@@ -91,22 +88,15 @@ pub fn start_build(build: Build, priority: Priority) -> Result<FuzzBuild> {
         flags.push("--dev");
     }
     log!("building the fuzz targets");
-    let log_path = tools_dir().join("fuzz-build.log");
-    let log_file = std::fs::File::create(&log_path)?;
+    let log = tools_dir().join("fuzz-build.log");
+    let mut command = cargo_fuzz(priority);
     let process = start(
         "the fuzz build",
-        cargo_fuzz(priority)
-            .arg("build")
-            .args(&flags)
-            .stdout(log_file.try_clone()?)
-            .stderr(log_file),
-        Stop::terminate(Duration::from_secs(5)),
+        command.arg("build").args(&flags),
+        GRACE,
+        Some(&log),
     )?;
-    Ok(FuzzBuild {
-        process,
-        log_path,
-        flags,
-    })
+    Ok(FuzzBuild { process, flags })
 }
 
 /// Waits for `build`, then fuzzes every target for `seconds`: as many at
@@ -114,7 +104,7 @@ pub fn start_build(build: Build, priority: Priority) -> Result<FuzzBuild> {
 /// [`Priority::Idle`], one at a time in what other work leaves idle.
 /// Returns a summary line per target.
 pub fn fuzz_targets(build: FuzzBuild, seconds: u64, priority: Priority) -> Result<String> {
-    build.process.finish(&build.log_path)?;
+    build.process.finish()?;
     let at_once = match priority {
         Priority::Normal => std::thread::available_parallelism().map_or(1, usize::from),
         Priority::Idle => 1,
@@ -146,24 +136,24 @@ fn fuzz_target(target: &str, seconds: u64, flags: &[&str], priority: Priority) -
     log!("fuzzing {target} for {seconds}s");
     let corpus = format!("fuzz/corpus/{target}");
     std::fs::create_dir_all(&corpus)?;
-    let log_path = tools_dir().join(format!("fuzz-{target}.log"));
-    let log_file = std::fs::File::create(&log_path)?;
+    let log = tools_dir().join(format!("fuzz-{target}.log"));
+    let mut command = cargo_fuzz(priority);
+    command.arg("run").args(flags);
+    command.args([target, &corpus, &format!("fuzz/seeds/{target}"), "--"]);
+    command.args([
+        format!("-max_total_time={seconds}"),
+        "-print_final_stats=1".into(),
+    ]);
     let fuzzing = start(
         &format!("fuzz target {target}"),
-        cargo_fuzz(priority)
-            .arg("run")
-            .args(flags)
-            .args([target, &corpus, &format!("fuzz/seeds/{target}"), "--"])
-            .arg(format!("-max_total_time={seconds}"))
-            .arg("-print_final_stats=1")
-            .stdout(log_file.try_clone()?)
-            .stderr(log_file),
-        Stop::terminate(Duration::from_secs(5)),
+        &mut command,
+        GRACE,
+        Some(&log),
     )?;
-    if let Err(error) = fuzzing.finish(&log_path) {
+    if let Err(error) = fuzzing.finish() {
         return Err(format!("{error}\nthe input is in fuzz/artifacts/{target}").into());
     }
-    let printed = std::fs::read_to_string(&log_path)?;
+    let printed = std::fs::read_to_string(&log)?;
     let runs = printed
         .lines()
         .find_map(|line| line.strip_prefix("stat::number_of_executed_units:"))

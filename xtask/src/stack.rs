@@ -10,7 +10,7 @@ use std::time::Duration;
 use plant_store_local_support::dynamodb_local;
 use plant_store_local_support::function::{Env, wait_until_answering};
 use plant_store_local_support::keys::Issuer;
-use plant_store_local_support::process::{Started, Stop, run, start, wait_for_port};
+use plant_store_local_support::process::{Started, run, start, wait_for_port};
 use plant_store_local_support::{Result, root};
 
 /// DynamoDB Local and the environment every process of the stack gets:
@@ -55,16 +55,9 @@ impl Stack {
     /// once the function itself answers.
     pub fn start_function(&self, port: u16) -> Result<Started> {
         let mut command = self.env.command("cargo");
-        command
-            .args(["lambda", "watch", "--invoke-address", "127.0.0.1"])
-            .args(["--invoke-port", &port.to_string()]);
-        // Once it has served a request, cargo lambda watch (1.9) no longer
-        // ends on SIGINT or SIGTERM; it keeps no state, so a short grace.
-        let function = start(
-            "cargo lambda watch",
-            &mut command,
-            Stop::interrupt(Duration::from_secs(2)),
-        )?;
+        command.args(["lambda", "watch", "--invoke-address", "127.0.0.1"]);
+        command.args(["--invoke-port", &port.to_string()]);
+        let function = start("cargo lambda watch", &mut command, GRACE, None)?;
         wait_until_answering(port, &function, Duration::from_secs(600))?;
         Ok(function)
     }
@@ -78,17 +71,16 @@ impl Stack {
         let binary = debug_binary("plant-store")?;
         let log = std::fs::File::create(output)?;
         let mut emulator = self.env.command("cargo");
-        emulator
-            .args(["lambda", "watch", "--only-lambda-apis"])
-            .args(["--invoke-address", "127.0.0.1"])
-            .args(["--invoke-port", &port.to_string()])
-            .stdout(log.try_clone()?)
-            .stderr(log.try_clone()?);
-        let emulator = start(
-            "cargo lambda watch",
-            &mut emulator,
-            Stop::interrupt(Duration::from_secs(2)),
-        )?;
+        emulator.args([
+            "lambda",
+            "watch",
+            "--only-lambda-apis",
+            "--invoke-address",
+            "127.0.0.1",
+        ]);
+        emulator.args(["--invoke-port", &port.to_string()]);
+        emulator.stdout(log.try_clone()?).stderr(log.try_clone()?);
+        let emulator = start("cargo lambda watch", &mut emulator, GRACE, None)?;
         // It answers HTTP only through a function: wait for its port.
         wait_for_port(port, &emulator, Duration::from_secs(60))?;
         // What cargo lambda watch prints that the function must be given.
@@ -103,15 +95,16 @@ impl Stack {
             .env("AWS_LAMBDA_FUNCTION_MEMORY_SIZE", "4096")
             .stdout(log.try_clone()?)
             .stderr(log);
-        let function = start(
-            "the function",
-            &mut function,
-            Stop::terminate(Duration::from_secs(2)),
-        )?;
+        let function = start("the function", &mut function, GRACE, None)?;
         wait_until_answering(port, &function, Duration::from_secs(60))?;
         Ok(function)
     }
 }
+
+/// How long the function and cargo lambda watch may take to end when
+/// stopped: once it has served a request, cargo lambda watch (1.9) no longer
+/// ends on a signal, and neither keeps state.
+const GRACE: Duration = Duration::from_secs(2);
 
 /// A binary of the workspace's debug build, built once per task with every
 /// other binary of the workspace: with the features `cargo test` builds
@@ -121,14 +114,8 @@ pub fn debug_binary(name: &str) -> Result<PathBuf> {
     static BUILT: OnceLock<Result<(), String>> = OnceLock::new();
     BUILT
         .get_or_init(|| {
-            run(Command::new("cargo").args([
-                "build",
-                "--quiet",
-                "--locked",
-                "--workspace",
-                "--bins",
-            ]))
-            .map_err(|error| error.to_string())
+            let build = ["build", "--quiet", "--locked", "--workspace", "--bins"];
+            run(Command::new("cargo").args(build)).map_err(|error| error.to_string())
         })
         .clone()?;
     Ok(root().join("target/debug").join(name))
