@@ -65,18 +65,16 @@ pub async fn run(base_url: &str, token_a: &str, token_b: &str) -> Report {
         passed: Vec::new(),
     };
     let broken = suite.run_all().await.err();
-    let first = suite.run;
+    let (first, a, b) = (suite.run, &suite.a.sub, &suite.b.sub);
     // What the run may have written (a failed run may have stopped sooner).
     let left_behind = vec![
         format!(
-            "owner {}: plants {} to {} named \"acceptance {first} plant N\"",
-            suite.a.sub,
+            "owner {a}: plants {} to {} named \"acceptance {first} plant N\"",
             first + 1,
             first + 3
         ),
         format!(
-            "owner {}: plant {} named \"acceptance {first} other owner\"",
-            suite.b.sub,
+            "owner {b}: plant {} named \"acceptance {first} other owner\"",
             first + 1
         ),
     ];
@@ -92,7 +90,7 @@ pub async fn run(base_url: &str, token_a: &str, token_b: &str) -> Report {
 fn run_id() -> i64 {
     let millis = SystemTime::now()
         .duration_since(UNIX_EPOCH)
-        .expect("the clock is after 1970")
+        .unwrap()
         .as_millis();
     i64::try_from(millis).expect("milliseconds fit in i64") * 1000
 }
@@ -182,10 +180,8 @@ impl Suite {
         let listing = self.list_all(&self.b.authorization, RULE).await?;
         let marker = format!("acceptance {} plant", self.run);
         if let Some(leaked) = listing.iter().find(|plant| name(plant).contains(&marker)) {
-            return Err(Failure {
-                rule: RULE,
-                detail: format!("owner B's listing holds owner A's plant {leaked}"),
-            });
+            let detail = format!("owner B's listing holds owner A's plant {leaked}");
+            return Err(Failure { rule: RULE, detail });
         }
         let name = format!("acceptance {} other owner", self.run);
         let plant = json!({"id": self.run + 1, "name": name});
@@ -231,10 +227,8 @@ impl Suite {
         while let Some(path) = target {
             pages += 1;
             if pages > MAX_PAGES {
-                return Err(Failure {
-                    rule,
-                    detail: format!("Link still pointed onwards after {MAX_PAGES} pages"),
-                });
+                let detail = format!("Link still pointed onwards after {MAX_PAGES} pages");
+                return Err(Failure { rule, detail });
             }
             let response = self.api.get(authorization, &path).await;
             let page = response.expect_status(rule, StatusCode::OK)?;
@@ -242,85 +236,58 @@ impl Suite {
                 return Err(response.failure(rule, "the body is not a JSON array"));
             };
             target = response.next_link(rule)?;
-            let full = page.len() == PAGE_SIZE;
-            if page.len() > PAGE_SIZE || (target.is_some() && !full) {
-                return Err(response.failure(
-                    rule,
-                    &format!("{} plants on a page of limit {PAGE_SIZE}", page.len()),
-                ));
+            if page.len() > PAGE_SIZE || (target.is_some() && page.len() < PAGE_SIZE) {
+                let problem = format!("{} plants on a page of limit {PAGE_SIZE}", page.len());
+                return Err(response.failure(rule, &problem));
             }
             plants.extend(page.iter().cloned());
         }
         Ok(plants)
     }
 
+    /// Each refusal the contract names, as owner A (or without a token),
+    /// its Error body naming the problem, and the header it must carry.
+    /// Each refusal the contract names: the request (as owner A, or
+    /// without a token; a body with its Content-Type), the status, what
+    /// the Error body's message names, and a header the answer must carry.
     async fn rejects(&mut self) -> Result<(), Failure> {
-        let a = self.a.authorization.clone();
-        let run = self.run;
-
-        const NO_TOKEN: &str = "no token: 401 with WWW-Authenticate: Bearer realm=\"plants\"";
-        let response = self.api.send(Method::GET, "/plants", &[], None).await;
-        response.expect_error(NO_TOKEN, StatusCode::UNAUTHORIZED, "token")?;
-        response.expect_header(NO_TOKEN, "www-authenticate", CHALLENGE)?;
-        self.passed(NO_TOKEN);
-
-        const BAD_TOKEN: &str = "a token with a broken signature: 401 invalid_token";
-        let tampered = tamper(&a);
-        let response = self
-            .api
-            .send(
-                Method::GET,
-                "/plants",
-                &[("authorization", &tampered)],
-                None,
-            )
-            .await;
-        response.expect_error(BAD_TOKEN, StatusCode::UNAUTHORIZED, "token")?;
-        response.expect_header(BAD_TOKEN, "www-authenticate", INVALID_TOKEN)?;
-        self.passed(BAD_TOKEN);
-
-        const NO_NAME: &str = "a plant without a name: 400 naming the field";
-        let response = self.api.post(&a, &json!({"id": run + 4})).await;
-        response.expect_error(NO_NAME, StatusCode::BAD_REQUEST, "name")?;
-        self.passed(NO_NAME);
-
-        const BAD_LIMIT: &str = "limit=0: 400 naming limit";
-        let response = self.api.get(&a, "/plants?limit=0").await;
-        response.expect_error(BAD_LIMIT, StatusCode::BAD_REQUEST, "limit")?;
-        self.passed(BAD_LIMIT);
-
-        const UNKNOWN: &str = "an unknown path: 404";
-        let response = self.api.get(&a, "/gardens").await;
-        response.expect_error(UNKNOWN, StatusCode::NOT_FOUND, "path")?;
-        self.passed(UNKNOWN);
-
-        const METHOD: &str = "DELETE /plants: 405 with Allow: GET, POST";
-        let response = self
-            .api
-            .send(Method::DELETE, "/plants", &[("authorization", &a)], None)
-            .await;
-        response.expect_error(METHOD, StatusCode::METHOD_NOT_ALLOWED, "DELETE")?;
-        response.expect_header(METHOD, "allow", "GET, POST")?;
-        self.passed(METHOD);
-
-        const TOO_LARGE: &str = "a body over 16 KiB: 413";
+        let (owner_a, run) = (self.a.authorization.clone(), self.run);
+        let (a, tampered) = (Some(owner_a.as_str()), tamper(&owner_a));
+        let json = |body: Value| Some(("application/json", body));
         let large = json!({"id": run + 5, "name": "x".repeat(OVERSIZED_NAME_LENGTH)});
-        let response = self.api.post(&a, &large).await;
-        response.expect_error(TOO_LARGE, StatusCode::PAYLOAD_TOO_LARGE, "16384 bytes")?;
-        self.passed(TOO_LARGE);
-
-        const NOT_JSON: &str = "Content-Type: text/plain: 415";
-        let body = json!({"id": run + 6, "name": "Ivy"}).to_string();
-        let headers = [
-            ("authorization", a.as_str()),
-            ("content-type", "text/plain"),
+        let ivy = Some(("text/plain", json!({"id": run + 6, "name": "Ivy"})));
+        #[rustfmt::skip]
+        let rejections = [
+            ("no token: 401 with WWW-Authenticate: Bearer realm=\"plants\"",
+             Method::GET, "/plants", None, None, StatusCode::UNAUTHORIZED, "token", Some(("www-authenticate", CHALLENGE))),
+            ("a token with a broken signature: 401 invalid_token",
+             Method::GET, "/plants", Some(tampered.as_str()), None, StatusCode::UNAUTHORIZED, "token", Some(("www-authenticate", INVALID_TOKEN))),
+            ("a plant without a name: 400 naming the field",
+             Method::POST, "/plants", a, json(json!({"id": run + 4})), StatusCode::BAD_REQUEST, "name", None),
+            ("limit=0: 400 naming limit", Method::GET, "/plants?limit=0", a, None, StatusCode::BAD_REQUEST, "limit", None),
+            ("an unknown path: 404", Method::GET, "/gardens", a, None, StatusCode::NOT_FOUND, "path", None),
+            ("DELETE /plants: 405 with Allow: GET, POST",
+             Method::DELETE, "/plants", a, None, StatusCode::METHOD_NOT_ALLOWED, "DELETE", Some(("allow", "GET, POST"))),
+            ("a body over 16 KiB: 413", Method::POST, "/plants", a, json(large), StatusCode::PAYLOAD_TOO_LARGE, "16384 bytes", None),
+            ("Content-Type: text/plain: 415", Method::POST, "/plants", a, ivy, StatusCode::UNSUPPORTED_MEDIA_TYPE, "Content-Type", None),
         ];
-        let response = self
-            .api
-            .send(Method::POST, "/plants", &headers, Some(body))
-            .await;
-        response.expect_error(NOT_JSON, StatusCode::UNSUPPORTED_MEDIA_TYPE, "Content-Type")?;
-        self.passed(NOT_JSON);
+        for (rule, method, path, authorization, body, status, mentions, header) in rejections {
+            let mut headers: Vec<_> = authorization
+                .map(|token| ("authorization", token))
+                .into_iter()
+                .collect();
+            headers.extend(
+                body.as_ref()
+                    .map(|(content_type, _)| ("content-type", *content_type)),
+            );
+            let body = body.map(|(_, body)| body.to_string());
+            let response = self.api.send(method, path, &headers, body).await;
+            response.expect_error(rule, status, mentions)?;
+            if let Some((name, value)) = header {
+                response.expect_header(rule, name, value)?;
+            }
+            self.passed(rule);
+        }
         Ok(())
     }
 }
@@ -380,8 +347,9 @@ impl Api {
         headers: &[(&str, &str)],
         body: Option<String>,
     ) -> Exchange {
+        let request_line = format!("{method} {path}");
         Exchange {
-            request_line: format!("{method} {path}"),
+            request_line,
             result: self.request(method, path, headers, body).await,
         }
     }
@@ -401,15 +369,14 @@ impl Api {
         for (name, value) in headers {
             request = request.header(*name, *value);
         }
+        let body = Full::new(Bytes::from(body.unwrap_or_default()));
         let request = request
-            .body(Full::new(Bytes::from(body.unwrap_or_default())))
+            .body(body)
             .map_err(|error| format!("not a request: {error}"))?;
-        let response = self
-            .client
-            .request(request)
-            .await
-            .map_err(|error| format!("the request failed: {error}"))?;
-        let (parts, body) = response.into_parts();
+        let sent = self.client.request(request).await;
+        let (parts, body) = sent
+            .map_err(|error| format!("the request failed: {error}"))?
+            .into_parts();
         let body = body
             .collect()
             .await
@@ -442,10 +409,8 @@ impl Exchange {
             }
             Err(error) => error.clone(),
         };
-        Failure {
-            rule,
-            detail: format!("{}: {problem}\nanswered: {answered}", self.request_line),
-        }
+        let detail = format!("{}: {problem}\nanswered: {answered}", self.request_line);
+        Failure { rule, detail }
     }
 
     /// The body as JSON, if the status is `status` and the response is
@@ -488,13 +453,11 @@ impl Exchange {
         let is_error_body = body["error"] == json!(status.as_u16())
             && body.as_object().is_some_and(|fields| fields.len() == 2);
         if !is_error_body || !message.contains(mentions) {
-            return Err(self.failure(
-                rule,
-                &format!(
-                    "expected the Error body {{\"error\": {}, \"message\": \"...{mentions}...\"}}",
-                    status.as_u16()
-                ),
-            ));
+            let expected = format!(
+                r#"{{"error": {}, "message": "...{mentions}..."}}"#,
+                status.as_u16()
+            );
+            return Err(self.failure(rule, &format!("expected the Error body {expected}")));
         }
         Ok(())
     }

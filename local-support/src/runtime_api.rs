@@ -14,7 +14,7 @@ use std::collections::HashMap;
 use std::process::Stdio;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant, UNIX_EPOCH};
 
 use hyper::body::Incoming;
 use hyper::{Method, Request, StatusCode};
@@ -242,11 +242,11 @@ impl LambdaProcess {
     /// The function's peak resident memory so far (`VmHWM`), in KiB.
     pub fn peak_rss_kib(&self) -> u64 {
         let status = std::fs::read_to_string(format!("/proc/{}/status", self.pid())).unwrap();
-        status
+        let peak = status
             .lines()
             .find_map(|line| line.strip_prefix("VmHWM:"))
-            .and_then(|value| value.trim().trim_end_matches("kB").trim().parse().ok())
-            .expect("VmHWM in /proc/PID/status")
+            .unwrap();
+        peak.trim().trim_end_matches("kB").trim().parse().unwrap()
     }
 
     /// Every line the function has written to stdout and stderr so far.
@@ -284,16 +284,11 @@ async fn route(state: Arc<State>, request: Request<Incoming>) -> Reply {
         (Method::GET, ["invocation", "next"]) => next_invocation(&state).await,
         (Method::POST, ["invocation", request_id, outcome @ ("response" | "error")]) => {
             let body = body_bytes(request.into_body()).await;
-            let answer = if *outcome == "response" {
-                match serde_json::from_slice(&body) {
-                    Ok(response) => Returned::Response(response),
-                    Err(_) => Returned::Error(format!(
-                        "a response that is not JSON: {}",
-                        String::from_utf8_lossy(&body)
-                    )),
-                }
-            } else {
-                Returned::Error(String::from_utf8_lossy(&body).into_owned())
+            let text = String::from_utf8_lossy(&body);
+            let answer = match serde_json::from_slice(&body) {
+                Ok(response) if *outcome == "response" => Returned::Response(response),
+                _ if *outcome == "response" => Returned::Error(format!("not JSON: {text}")),
+                _ => Returned::Error(text.into_owned()),
             };
             match state.waiting.lock().unwrap().remove(*request_id) {
                 Some(Waiting {
@@ -333,19 +328,12 @@ async fn next_invocation(state: &State) -> hyper::Response<crate::http_server::B
     }
     let in_flight = state.in_flight.fetch_add(1, Ordering::SeqCst) + 1;
     state.max_in_flight.fetch_max(in_flight, Ordering::SeqCst);
-    let deadline_ms = SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .unwrap()
-        .as_millis()
-        + ANSWER_TIMEOUT.as_millis();
+    let deadline_ms = (UNIX_EPOCH.elapsed().unwrap() + ANSWER_TIMEOUT).as_millis();
     let headers = [
         ("content-type", "application/json".to_owned()),
         ("lambda-runtime-aws-request-id", pending.request_id),
         ("lambda-runtime-deadline-ms", deadline_ms.to_string()),
-        (
-            "lambda-runtime-invoked-function-arn",
-            FUNCTION_ARN.to_owned(),
-        ),
+        ("lambda-runtime-invoked-function-arn", FUNCTION_ARN.into()),
         ("lambda-runtime-trace-id", pending.trace_id),
     ];
     respond(StatusCode::OK, &headers, pending.event)

@@ -45,11 +45,9 @@ async fn invoke_ok(process: &LambdaProcess, name: &str, event: &str) -> Result<D
     Ok(invoked.duration)
 }
 
+/// Plant ids unique to this run (from the clock).
 fn plant_ids() -> impl FnMut() -> u64 {
-    let mut next = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .unwrap()
-        .as_micros() as u64;
+    let mut next = std::time::UNIX_EPOCH.elapsed().unwrap().as_micros() as u64;
     move || {
         next += 1;
         next
@@ -135,11 +133,9 @@ pub async fn cold_start(
     let mut functions = serde_json::Map::new();
     for (index, function) in setup.functions.iter().enumerate() {
         let cold = std::mem::take(&mut samples[index]);
-        let mean = |units: &[(f64, f64)], pick: fn(&(f64, f64)) -> f64| {
-            units.iter().map(pick).sum::<f64>() / units.len().max(1) as f64
-        };
-        let post_write_units = mean(&cold.post_units, |units| units.0);
-        let get_read_units = mean(&cold.get_units, |units| units.1);
+        let mean = |units: Vec<f64>| units.iter().sum::<f64>() / units.len().max(1) as f64;
+        let post_write_units = mean(cold.post_units.iter().map(|units| units.0).collect());
+        let get_read_units = mean(cold.get_units.iter().map(|units| units.1).collect());
         functions.insert(
             function.name.clone(),
             json!({
@@ -183,8 +179,8 @@ pub async fn burst(setup: &Setup, settings: &Settings) -> Result {
     let function = setup
         .functions
         .iter()
-        .find(|function| function.name == "function")
-        .ok_or("no function to burst")?;
+        .find(|function| function.name == "function");
+    let function = function.ok_or("no function to burst")?;
     let mut env = function.env.clone();
     env.remove("MAX_PLANTS_PER_OWNER")
         .set("AWS_LAMBDA_MAX_CONCURRENCY", &IN_FLIGHT.to_string());
@@ -204,15 +200,14 @@ pub async fn burst(setup: &Setup, settings: &Settings) -> Result {
         let mut answers = tokio::task::JoinSet::new();
         let mut statuses = Vec::new();
         for create in 0..settings.burst {
+            let owner = create % owners;
             let mut event: Value = setup.post_template.clone();
-            event["headers"]["authorization"] =
-                format!("Bearer {}", tokens[create % owners]).into();
+            event["headers"]["authorization"] = format!("Bearer {}", tokens[owner]).into();
             let event = post_event(&event, next_id());
             if answers.len() == IN_FLIGHT {
                 statuses.push(answers.join_next().await.ok_or("a create")??);
             }
             let process = process.clone();
-            let owner = create % owners;
             answers.spawn(async move {
                 let invoked = process.invoke(&event).await;
                 let status = invoked.response["statusCode"].as_u64().unwrap_or_default();
@@ -234,16 +229,11 @@ pub async fn burst(setup: &Setup, settings: &Settings) -> Result {
                 serde_json::from_str(listed.response["body"].as_str().unwrap_or("[]"))?;
             let created = statuses
                 .iter()
-                .filter(|(by, status)| *by == owner && *status == 200)
-                .count();
-            exact &= body.as_array().map_or(0, Vec::len) == created;
-            let recount = output(
-                setup
-                    .stack
-                    .admin()?
-                    .args(["recount", "--table", TABLE, "--owner", name]),
-            )?;
-            exact &= recount.contains("1 counts right, 0 would set");
+                .filter(|(by, status)| *by == owner && *status == 200);
+            exact &= body.as_array().map_or(0, Vec::len) == created.count();
+            let recount = ["recount", "--table", TABLE, "--owner", name];
+            exact &=
+                output(setup.stack.admin()?.args(recount))?.contains("1 counts right, 0 would set");
         }
         shapes.insert(
             format!("owners_{owners}"),
@@ -255,18 +245,14 @@ pub async fn burst(setup: &Setup, settings: &Settings) -> Result {
             }),
         );
     }
+    let report = [1, IN_FLIGHT].map(|owners| {
+        let shape = &shapes[&format!("owners_{owners}")];
+        let (creates, refused, exact) = (&shape["creates"], &shape["refused"], &shape["plants_and_counts_exact"]);
+        let per_second = shape["creates_per_second"].as_f64().unwrap_or_default();
+        format!("burst, {owners:>2} owner(s): {creates} creates, {refused} refused, {per_second:.0} creates/s, plants and counts exact: {exact}")
+    });
     let figures = json!({"in_flight": IN_FLIGHT, "shapes": shapes});
-    let shape = |owners: usize| &figures["shapes"][format!("owners_{owners}")];
-    let report = [1, IN_FLIGHT]
-        .map(|owners| {
-            let shape = shape(owners);
-            format!(
-                "burst, {owners:>2} owner(s): {} creates, {} refused, {:.0} creates/s, plants and counts exact: {}",
-                shape["creates"], shape["refused"], shape["creates_per_second"].as_f64().unwrap_or_default(),
-                shape["plants_and_counts_exact"]
-            )
-        })
-        .join("\n");
+    let report = report.join("\n");
     write_results(&setup.results_dir, "burst", &report, &figures)
 }
 
@@ -275,17 +261,14 @@ fn cpu_seconds(pid: u32) -> f64 {
     let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
         return 0.0;
     };
+    // After the command's closing parenthesis, fields 12 and 13: utime, stime.
     let fields: Vec<&str> = stat
         .rsplit_once(')')
         .map_or("", |(_, rest)| rest)
         .split_whitespace()
         .collect();
-    let ticks: f64 = fields.get(11..13).map_or(0.0, |times| {
-        times
-            .iter()
-            .filter_map(|time| time.parse::<f64>().ok())
-            .sum()
-    });
+    let times = fields.get(11..13).unwrap_or_default().iter();
+    let ticks: f64 = times.filter_map(|time| time.parse::<f64>().ok()).sum();
     // SAFETY: sysconf has no preconditions.
     ticks / unsafe { libc::sysconf(libc::_SC_CLK_TCK) } as f64
 }
@@ -298,11 +281,10 @@ fn processes(marker: &str) -> Vec<u32> {
         .flatten()
         .filter_map(|entry| entry.file_name().to_str()?.parse::<u32>().ok())
         .filter(|pid| {
-            std::fs::read(format!("/proc/{pid}/cmdline")).is_ok_and(|cmdline| {
-                cmdline
-                    .windows(marker.len())
-                    .any(|window| window == marker.as_bytes())
-            })
+            let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
+            cmdline
+                .windows(marker.len())
+                .any(|window| window == marker.as_bytes())
         })
         .collect()
 }
@@ -310,14 +292,13 @@ fn processes(marker: &str) -> Vec<u32> {
 /// (busy, total) jiffies of the whole machine, all cores.
 fn machine_cpu() -> (u64, u64) {
     let stat = std::fs::read_to_string("/proc/stat").unwrap_or_default();
-    let values: Vec<u64> = stat
+    let first_line = stat
         .lines()
         .next()
         .unwrap_or_default()
         .split_whitespace()
-        .skip(1)
-        .filter_map(|value| value.parse().ok())
-        .collect();
+        .skip(1);
+    let values: Vec<u64> = first_line.filter_map(|value| value.parse().ok()).collect();
     let total: u64 = values.iter().sum();
     let idle = values.get(3).unwrap_or(&0) + values.get(4).unwrap_or(&0);
     (total - idle, total)
@@ -347,13 +328,9 @@ async fn batch(binary: &Path, env: &Env, concurrency: usize, events: Vec<String>
     pids.insert("function", vec![process.pid()]);
     pids.insert("stand_in", vec![std::process::id()]);
     let cpu = |pids: &BTreeMap<&str, Vec<u32>>| -> BTreeMap<String, f64> {
+        let used = |found: &Vec<u32>| found.iter().map(|&pid| cpu_seconds(pid)).sum();
         pids.iter()
-            .map(|(name, found)| {
-                (
-                    name.to_string(),
-                    found.iter().map(|&pid| cpu_seconds(pid)).sum(),
-                )
-            })
+            .map(|(name, found)| (name.to_string(), used(found)))
             .collect()
     };
     let cpu_before = cpu(&pids);
@@ -389,23 +366,21 @@ async fn batch(binary: &Path, env: &Env, concurrency: usize, events: Vec<String>
 }
 
 pub async fn throughput(setup: &Setup, settings: &Settings) -> Result {
+    let measured = ["function", "minimal", "before-inline"];
     let measured: Vec<&Measured> = setup
         .functions
         .iter()
-        .filter(|function| {
-            ["function", "minimal", "before-inline"].contains(&function.name.as_str())
-        })
+        .filter(|function| measured.contains(&function.name.as_str()))
         .collect();
     let mut next_id = plant_ids();
     let count = settings.batch + BATCH_PRIME;
     // Reads and writes apart: DynamoDB Local serialises writes.
     let mut samples: BTreeMap<(&str, &str, usize), Vec<Value>> = BTreeMap::new();
     for round in 0..settings.batches {
-        let order: Vec<_> = if round % 2 == 0 {
-            measured.clone()
-        } else {
-            measured.iter().rev().copied().collect()
-        };
+        let mut order = measured.clone();
+        if round % 2 == 1 {
+            order.reverse();
+        }
         for workload in ["GET", "POST"] {
             for function in &order {
                 for level in CONCURRENCY {
@@ -426,24 +401,20 @@ pub async fn throughput(setup: &Setup, settings: &Settings) -> Result {
     }
     let mut workloads = json!({});
     for ((workload, name, level), runs) in &samples {
-        let median_of =
-            |key: &str| median(runs.iter().map(|run| run[key].as_f64().unwrap()).collect());
-        let max_of = |key: &str| {
+        let all = |pointer: &str| -> Vec<f64> {
             runs.iter()
-                .map(|run| run[key].as_f64().unwrap())
-                .fold(0.0, f64::max)
+                .map(|run| run.pointer(pointer).unwrap().as_f64().unwrap())
+                .collect()
         };
-        let cores: serde_json::Map<String, Value> = runs[0]["cores_used"]
-            .as_object()
-            .unwrap()
-            .keys()
+        let median_of = |key: &str| median(all(&format!("/{key}")));
+        let max_of = |key: &str| all(&format!("/{key}")).into_iter().fold(0.0, f64::max);
+        let processes = runs[0]["cores_used"].as_object().unwrap().keys();
+        let cores: serde_json::Map<String, Value> = processes
             .map(|process| {
-                let used = median(
-                    runs.iter()
-                        .map(|run| run["cores_used"][process].as_f64().unwrap())
-                        .collect(),
-                );
-                (process.clone(), used.into())
+                (
+                    process.clone(),
+                    median(all(&format!("/cores_used/{process}"))).into(),
+                )
             })
             .collect();
         workloads[*workload][*name][format!("concurrency_{level}")] = json!({

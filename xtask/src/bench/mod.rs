@@ -1,39 +1,10 @@
-//! `cargo xtask bench`: the benchmarks. Each prints its figures, writes them
-//! to target/bench-results/, and compares against baselines measured in the
-//! same run (ratios: these machines are shared and noisy).
-//!
-//! - cold_start: each function's release binary started as Lambda starts
-//!   it, by the Runtime API stand-in (`local-support`'s, the tests'
-//!   own) on 127.0.0.1, against DynamoDB Local behind a real TLS terminator
-//!   (haproxy), interleaved round by round with two baselines from bench/: a
-//!   bare lambda_runtime loop (`hello`, the init floor of any Rust Lambda)
-//!   and the floor of the job (`minimal`: one conditional PutItem per
-//!   create, one Query per listing, nothing else). The function runs with
-//!   the per-owner bound (`function`, `cognito`) and without (`unbounded`).
-//!   Every DynamoDB call passes a recording proxy (the tests' fault proxy,
-//!   passing through), and each request is priced as DynamoDB bills it
-//!   (on demand: write and read units). Every invocation is sampled for
-//!   X-Ray, with the daemon's address set to the tests' stand-in daemon. Then the arm64 `bootstrap` that
-//!   `sam build` makes, and its zip.
-//! - burst: one owner making `--burst` creates (256), 16 in flight in one
-//!   process, against 16 owners making as many in all: refusals,
-//!   throughput, and whether the plants and the counts are exact after.
-//! - throughput: requests per second of one process at
-//!   AWS_LAMBDA_MAX_CONCURRENCY 1 and 8 (Lambda Managed Instances), the
-//!   function beside the minimal baseline, with each process's CPU time.
-//! - trust_store (benches/trust_store.rs): building the HTTPS client's trust
-//!   store from the compiled-in roots against loading the system's bundle.
-//! - init_keys (benches/init_keys.rs): fetching the JWKS at init against an
-//!   inline key set.
-//!
-//! Flags ([`Settings`]; `cargo xtask --help`): `--rounds` (cold starts per
-//! function), `--warm` (warm GET + POST per function), `--no-sam-build`
-//! (skip the arm64 build), `--compare BINARY` (another build of the
-//! function measured beside it, for a before/after table),
-//! `--throughput-requests` (per batch), `--throughput-rounds`, `--burst`.
-//! `--smoke`: a few iterations of a debug build, no sam build, no init_keys
-//! (the full test run runs this). `--strict`: a missed target
-//! (`report::limits`) fails the run, after every report is written.
+//! `cargo xtask bench`: the benchmarks (what each measures, and how to
+//! read it: docs/performance.md). Each prints its figures, writes them to
+//! target/bench-results/, and compares against baselines measured in the
+//! same run (ratios: these machines are shared and noisy). The functions
+//! run as Lambda runs them (the Runtime API stand-in), against DynamoDB
+//! Local behind the recording proxy and a TLS front, every invocation
+//! sampled for X-Ray; `--strict` fails a run that misses a target.
 //!
 //! By concern: settings and setup here, [`drive`] (what runs the
 //! functions), [`billing`] (what DynamoDB bills), [`report`] (the tables,
@@ -60,11 +31,12 @@ use crate::artifact::{check_no_jitter_entropy, sam_build};
 use crate::flags::Flags;
 use crate::stack::{Stack, debug_binary};
 
+/// What the flags say (`cargo xtask --help`).
 pub struct Settings {
+    /// A few iterations of the debug build (the full test run's).
     smoke: bool,
-    /// Cold starts per function.
+    /// Cold starts per function, and warm GET + POST per function.
     rounds: usize,
-    /// Warm GET + POST per function.
     warm: usize,
     /// Warm requests that prime DynamoDB Local before anything is measured.
     prime: usize,
@@ -72,6 +44,7 @@ pub struct Settings {
     batch: usize,
     batches: usize,
     sam_build: bool,
+    /// Another build of the function, measured beside it.
     compare: Option<PathBuf>,
     /// Creates of the burst, in each of its two shapes.
     burst: usize,
@@ -98,24 +71,21 @@ impl Settings {
         })
     }
 
-    /// A few iterations of the debug build: the full test run's.
     pub fn smoke() -> Self {
+        let (rounds, warm, prime, batch, batches, burst) = (3, 20, 5, 40, 1, 32);
+        let (sam_build, compare, strict) = (false, None, false);
         Self {
             smoke: true,
-            rounds: 3,
-            warm: 20,
-            prime: 5,
-            batch: 40,
-            batches: 1,
-            sam_build: false,
-            compare: None,
-            burst: 32,
-            strict: false,
+            rounds,
+            warm,
+            prime,
+            batch,
+            batches,
+            sam_build,
+            compare,
+            burst,
+            strict,
         }
-    }
-
-    fn profile(&self) -> &'static str {
-        if self.smoke { "dev" } else { "release" }
     }
 
     fn bin_dir(&self) -> PathBuf {
@@ -165,11 +135,8 @@ pub fn bench(settings: &Settings) -> Result {
     stack.create_table(TABLE)?;
     // DynamoDB Local behind the recording proxy, behind TLS, as AWS's
     // endpoint is reached.
-    let recorder = runtime.block_on(FaultProxy::start(
-        stack.env.get("AWS_ENDPOINT_URL_DYNAMODB"),
-        &[],
-        Fault::PassThrough,
-    ));
+    let dynamodb = stack.env.get("AWS_ENDPOINT_URL_DYNAMODB");
+    let recorder = runtime.block_on(FaultProxy::start(dynamodb, &[], Fault::PassThrough));
     let tls_dir = tools_dir().join("bench/tls");
     let dynamodb_front = TlsFront::start(port_of(&recorder.url)?, &tls_dir)?;
     // The issuer's key set as Cognito serves it: over HTTPS, with a
@@ -219,17 +186,15 @@ pub fn bench(settings: &Settings) -> Result {
         stack,
     };
 
-    log!(
-        "cold_start: {} cold starts and {} warm requests per function",
+    let (rounds, warm, batches, batch) = (
         settings.rounds,
-        settings.warm
-    );
-    runtime.block_on(drive::cold_start(&setup, settings, extra))?;
-    log!(
-        "throughput: {} rounds of {} requests at once, at concurrency 1 and 8",
+        settings.warm,
         settings.batches,
-        settings.batch
+        settings.batch,
     );
+    log!("cold_start: {rounds} cold starts and {warm} warm requests per function");
+    runtime.block_on(drive::cold_start(&setup, settings, extra))?;
+    log!("throughput: {batches} rounds of {batch} requests at once, at concurrency 1 and 8");
     runtime.block_on(drive::throughput(&setup, settings))?;
     log!(
         "burst: {} creates by one owner and by 16, 16 in flight",
@@ -254,10 +219,8 @@ const TABLE: &str = "bench-plants";
 
 /// Builds the function and the baselines.
 fn build(settings: &Settings) -> Result {
-    log!(
-        "building the function and the baselines ({})",
-        settings.profile()
-    );
+    let profile = if settings.smoke { "dev" } else { "release" };
+    log!("building the function and the baselines ({profile})");
     if settings.smoke {
         // The tests' debug build of every binary of the workspace: a smoke
         // run measures nothing, and after the tests that build is there.
@@ -267,9 +230,15 @@ fn build(settings: &Settings) -> Result {
         // deployed with, not those the baselines (the SDK's own HTTPS
         // client) or the test crates add.
         for package in ["plant-store", "plant-store-bench"] {
-            run(Command::new("cargo")
-                .args(["build", "--locked", "--profile", settings.profile()])
-                .args(["--package", package]))?;
+            let build = [
+                "build",
+                "--locked",
+                "--profile",
+                profile,
+                "--package",
+                package,
+            ];
+            run(Command::new("cargo").args(build))?;
         }
     }
     check_no_jitter_entropy(&settings.bin_dir())
@@ -300,6 +269,10 @@ fn functions(settings: &Settings, base: &Env, jwks_url: &str, tls: &TlsFront) ->
         binary: binary.to_owned(),
         env,
     };
+    let (minimal, hello) = (
+        settings.bin_dir().join("baseline-minimal"),
+        settings.bin_dir().join("baseline-hello"),
+    );
     let mut functions = vec![
         measured("cognito", &function, remote_keys(&compiled_in)),
         measured("cognito-bundle", &function, remote_keys(&bundle)),
@@ -309,16 +282,8 @@ fn functions(settings: &Settings, base: &Env, jwks_url: &str, tls: &TlsFront) ->
             &function,
             compiled_in.with("MAX_PLANTS_PER_OWNER", "0"),
         ),
-        measured(
-            "minimal",
-            &settings.bin_dir().join("baseline-minimal"),
-            bundle.clone(),
-        ),
-        measured(
-            "hello",
-            &settings.bin_dir().join("baseline-hello"),
-            bundle.clone(),
-        ),
+        measured("minimal", &minimal, bundle.clone()),
+        measured("hello", &hello, bundle.clone()),
     ];
     if let Some(compare) = &settings.compare {
         // The build compared against, in both configurations; it reads

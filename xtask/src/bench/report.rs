@@ -39,11 +39,10 @@ pub fn missed_targets(results_dir: &Path) -> Result<Vec<String>> {
     let mut missed = Vec::new();
     for report in ["cold_start", "throughput", "burst"] {
         let text = std::fs::read_to_string(results_dir.join(format!("{report}.txt")))?;
-        missed.extend(
-            text.lines()
-                .filter(|line| line.trim_end().ends_with("MISSED"))
-                .map(str::to_owned),
-        );
+        let lines = text
+            .lines()
+            .filter(|line| line.trim_end().ends_with("MISSED"));
+        missed.extend(lines.map(str::to_owned));
     }
     Ok(missed)
 }
@@ -76,6 +75,7 @@ pub fn render_cold(figures: &Value) -> String {
         ("peak RSS after the warm requests", "peak_rss_mib", "MiB"),
         ("binary size", "binary_bytes", "MB"),
     ];
+    let names: String = functions.keys().map(|name| format!("{name:>15}")).collect();
     let mut lines = vec![
         format!(
             "cold_start: {} cold starts and {} warm GET + POST per function, interleaved; medians unless a percentile is named",
@@ -87,16 +87,7 @@ pub fn render_cold(figures: &Value) -> String {
          minimal: the floor (one conditional PutItem per create, one Query per listing)"
             .into(),
         String::new(),
-        format!(
-            "{:<42}{}{:>12}{:>12}",
-            "figure",
-            functions
-                .keys()
-                .map(|name| format!("{name:>15}"))
-                .collect::<String>(),
-            "cog/minimal",
-            "fn/minimal"
-        ),
+        format!("{:<42}{names}{:>12}{:>12}", "figure", "cog/minimal", "fn/minimal"),
     ];
     let floor = |key: &str| figure("minimal", key).max(f64::MIN_POSITIVE);
     for (label, key, unit) in rows {
@@ -140,35 +131,29 @@ pub fn render_cold(figures: &Value) -> String {
     if functions.contains_key("before-cognito") {
         lines.push(String::new());
         lines.push("against the build compared (--compare), same configuration:".into());
-        for (label, key) in [
-            ("cold total, cognito", "cold_total_ms"),
-            ("init, cognito", "init_ms"),
-            ("peak RSS, cognito", "peak_rss_mib"),
-        ] {
+        let compared = [
+            ("cold total", "cold_total_ms"),
+            ("init", "init_ms"),
+            ("peak RSS", "peak_rss_mib"),
+        ];
+        for (label, key) in compared {
+            let ratio = figure("cognito", key) / figure("before-cognito", key);
             lines.push(format!(
-                "{:<62}{:>8.2}x",
-                format!("{label}: now / before"),
-                figure("cognito", key) / figure("before-cognito", key)
+                "{:<62}{ratio:>8.2}x",
+                format!("{label}, cognito: now / before")
             ));
         }
     }
+    let documents = &figures["xray_documents"];
     lines.push(format!(
-        "{:<62}{:>8}",
-        "X-Ray documents received, all well-formed", figures["xray_documents"]
+        "{:<62}{documents:>8}",
+        "X-Ray documents received, all well-formed"
     ));
     if let Some(bytes) = figures["arm64_bootstrap_bytes"].as_f64() {
-        lines.push(target(
-            "arm64 bootstrap from sam build",
-            bytes / 1e6,
-            limits::ARM64_BOOTSTRAP_MB,
-            " MB",
-        ));
-        let zipped = figures["arm64_zip_bytes"].as_f64().unwrap_or_default();
-        lines.push(format!(
-            "{:<62}{:>8.2} MB",
-            "arm64 bootstrap zipped",
-            zipped / 1e6
-        ));
+        let (label, limit) = ("arm64 bootstrap from sam build", limits::ARM64_BOOTSTRAP_MB);
+        lines.push(target(label, bytes / 1e6, limit, " MB"));
+        let zipped = figures["arm64_zip_bytes"].as_f64().unwrap_or_default() / 1e6;
+        lines.push(format!("{:<62}{zipped:>8.2} MB", "arm64 bootstrap zipped"));
     }
     lines.join("\n")
 }
@@ -181,27 +166,24 @@ pub fn render_throughput(figures: &Value) -> String {
             .as_f64()
             .unwrap()
     };
+    let header: String = CONCURRENCY
+        .map(|level| {
+            format!(
+                "{:>12}{:>10}{:>8}{:>9}",
+                format!("c={level} req/s"),
+                "in flight",
+                "cpu ms",
+                "machine"
+            )
+        })
+        .concat();
     let mut lines = vec![
         format!(
             "throughput: one process, {} requests handed out at once, {} rounds; medians. cpu: the function's CPU time per request; machine: how busy both cores were",
             figures["requests_per_batch"], figures["rounds"]
         ),
         String::new(),
-        format!(
-            "{:<14}{}{:>11}",
-            "",
-            CONCURRENCY
-                .iter()
-                .map(|level| format!(
-                    "{:>12}{:>10}{:>8}{:>9}",
-                    format!("c={level} req/s"),
-                    "in flight",
-                    "cpu ms",
-                    "machine"
-                ))
-                .collect::<String>(),
-            format!("c={high}/c={low}")
-        ),
+        format!("{:<14}{header}{:>11}", "", format!("c={high}/c={low}")),
     ];
     let mut ratios = BTreeMap::new();
     for (workload, by_function) in workloads {
@@ -229,15 +211,15 @@ pub fn render_throughput(figures: &Value) -> String {
     }
     let get_function = &figures["workloads"]["GET"]["function"];
     lines.push(String::new());
+    let peak = at(get_function, high, "peak_rss_mib");
     lines.push(format!(
-        "{:<62}{:>8.2} MiB",
-        format!("peak RSS of the function at c={high}"),
-        at(get_function, high, "peak_rss_mib")
+        "{:<62}{peak:>8.2} MiB",
+        format!("peak RSS of the function at c={high}")
     ));
     lines.push(String::new());
+    let cores = std::thread::available_parallelism().map_or(0, |cores| cores.get());
     lines.push(format!(
-        "cores in use at c={high} (of {}), by process:",
-        std::thread::available_parallelism().map_or(0, |cores| cores.get())
+        "cores in use at c={high} (of {cores}), by process:"
     ));
     for (workload, by_function) in workloads {
         for (name, by_level) in by_function.as_object().unwrap() {
@@ -267,10 +249,10 @@ pub fn render_throughput(figures: &Value) -> String {
             format!("{workload}: function / minimal at c={high}")
         ));
         if by_function.get("before-inline").is_some() {
+            let ratio = rps("function") / rps("before-inline");
             lines.push(format!(
-                "{:<62}{:>8.2}x",
-                format!("{workload}: function / before at c={high}"),
-                rps("function") / rps("before-inline")
+                "{:<62}{ratio:>8.2}x",
+                format!("{workload}: function / before at c={high}")
             ));
         }
         let function_ratio = ratios[&(workload.clone(), "function".to_owned())];
@@ -282,10 +264,10 @@ pub fn render_throughput(figures: &Value) -> String {
         } else {
             "MISSED".to_owned()
         };
+        let label = format!("{workload}: throughput c={high} / c={low} (function)");
+        let limit = limits::THROUGHPUT_SCALING;
         lines.push(format!(
-            "{:<62}{function_ratio:>8.2}x  (target >= {}x)  {verdict}",
-            format!("{workload}: throughput c={high} / c={low} (function)"),
-            limits::THROUGHPUT_SCALING
+            "{label:<62}{function_ratio:>8.2}x  (target >= {limit}x)  {verdict}"
         ));
     }
     lines.join("\n")
