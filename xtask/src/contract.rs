@@ -49,18 +49,14 @@ impl Target {
     }
 }
 
+/// The commit's first 8 hex digits; outside a git checkout, the day.
 fn commit_seed() -> u64 {
-    output(Command::new("git").args(["rev-parse", "--short=8", "HEAD"]))
+    let commit = output(Command::new("git").args(["rev-parse", "--short=8", "HEAD"]));
+    let day = || std::time::UNIX_EPOCH.elapsed().unwrap().as_secs() / 86_400;
+    commit
         .ok()
         .and_then(|commit| u64::from_str_radix(&commit, 16).ok())
-        .unwrap_or_else(|| {
-            // Outside a git checkout: the day.
-            std::time::SystemTime::now()
-                .duration_since(std::time::UNIX_EPOCH)
-                .unwrap()
-                .as_secs()
-                / 86_400
-        })
+        .unwrap_or_else(day)
 }
 
 /// Runs the contract tests against `target` with at most `max_examples`
@@ -68,24 +64,24 @@ fn commit_seed() -> u64 {
 pub fn contract_test(target: Target, max_examples: usize, seed: Option<u64>) -> Result {
     let _scope = Scope::new();
     let seed = seed.unwrap_or_else(commit_seed);
-    let reproduce = format!(
-        "scripts/contract-test {} --seed {seed} --max-examples {max_examples}",
-        target.name()
-    );
+    let target_name = target.name();
+    let reproduce =
+        format!("scripts/contract-test {target_name} --seed {seed} --max-examples {max_examples}");
     ensure_python_tools()?;
     log!("openapi.yaml: OpenAPI 3.1 validation and upstream compatibility");
-    run(Command::new("python3").args([
+    let check = [
         "tests/contract/check_openapi.py",
         "openapi.yaml",
         "docs/upstream-openapi.json",
-    ]))?;
+    ];
+    run(Command::new("python3").args(check))?;
 
     let mut stack = Stack::start(free_port(), None)?;
     let issuer = Issuer::generate(&[Algorithm::EdDSA]);
     stack.configure_function("contract-plants", &issuer)?;
     stack.env.set("AWS_LAMBDA_LOG_LEVEL", "warn");
     let api_port = free_port();
-    let function_log = tools_dir().join(format!("contract-function-{}.log", target.name()));
+    let function_log = tools_dir().join(format!("contract-function-{target_name}.log"));
     let started = match target {
         Target::CargoLambda => {
             log!(
@@ -106,27 +102,27 @@ pub fn contract_test(target: Target, max_examples: usize, seed: Option<u64>) -> 
     let token = issuer.token("schemathesis", 3600);
     let schemathesis = |hooks: &str, examples: usize| {
         let mut command = Command::new("st");
+        command.args([
+            "run",
+            "openapi.yaml",
+            "--url",
+            &format!("http://127.0.0.1:{api_port}"),
+        ]);
+        command.args([
+            "--checks",
+            "all",
+            "--seed",
+            &seed.to_string(),
+            "--max-examples",
+        ]);
+        command.args([
+            &examples.to_string(),
+            "--generation-database",
+            "none",
+            "--no-color",
+        ]);
+        command.args(["--workers", "1", "--request-timeout", "15"]);
         command
-            .args([
-                "run",
-                "openapi.yaml",
-                "--url",
-                &format!("http://127.0.0.1:{api_port}"),
-            ])
-            .args(["--checks", "all", "--seed", &seed.to_string()])
-            .args([
-                "--generation-database",
-                "none",
-                "--no-color",
-                "--workers",
-                "1",
-            ])
-            .args([
-                "--request-timeout",
-                "15",
-                "--max-examples",
-                &examples.to_string(),
-            ])
             .env("SCHEMATHESIS_HOOKS", hooks)
             .env("PYTHONPATH", root().join("tests/contract"));
         if target == Target::SamLocal {
@@ -138,29 +134,21 @@ pub fn contract_test(target: Target, max_examples: usize, seed: Option<u64>) -> 
         }
         command
     };
-    let failed = |error| {
-        format!("Schemathesis failed with seed {seed} ({error}); reproduce with: {reproduce}")
-    };
+    let failed = |error| format!("Schemathesis failed ({error}); reproduce with: {reproduce}");
 
     log!(
         "Schemathesis with a token (--checks all, seed {seed}, at most {max_examples} examples per operation)"
     );
     log!("(to repeat this run: {reproduce})");
-    let with_token_log = tools_dir().join(format!("contract-schemathesis-{}.log", target.name()));
-    run_logged(
-        schemathesis("st_hooks", max_examples)
-            .args(["-H", &format!("Authorization: Bearer {token}")]),
-        &with_token_log,
-    )
-    .map_err(failed)?;
+    let with_token_log = tools_dir().join(format!("contract-schemathesis-{target_name}.log"));
+    let authorization = format!("Authorization: Bearer {token}");
+    let mut with_token = schemathesis("st_hooks", max_examples);
+    run_logged(with_token.args(["-H", &authorization]), &with_token_log).map_err(failed)?;
     log!("Schemathesis without a token: 401 everywhere (seed {seed})");
     let without_token_log =
-        tools_dir().join(format!("contract-schemathesis-{}-401.log", target.name()));
-    run_logged(
-        &mut schemathesis("st_unauthenticated", max_examples / 4 + 1),
-        &without_token_log,
-    )
-    .map_err(failed)?;
+        tools_dir().join(format!("contract-schemathesis-{target_name}-401.log"));
+    let without_token = &mut schemathesis("st_unauthenticated", max_examples / 4 + 1);
+    run_logged(without_token, &without_token_log).map_err(failed)?;
 
     log!("CloudWatch EMF: one metrics line per request in the function's output");
     let generated = generated_requests(&[&with_token_log, &without_token_log])?;
@@ -193,10 +181,10 @@ fn generated_requests(logs: &[&std::path::Path]) -> Result<usize> {
 /// At least one well-formed EMF line per generated request, in the
 /// PlantStore namespace, with numeric metrics and known routes.
 fn check_metric_lines(function_output: &str, generated: usize) -> Result {
-    let lines: Vec<Value> = function_output
+    let records = function_output
         .lines()
-        .filter(|line| line.starts_with('{'))
-        .filter_map(|line| serde_json::from_str::<Value>(line).ok())
+        .filter_map(|line| serde_json::from_str::<Value>(line).ok());
+    let lines: Vec<Value> = records
         .filter(|record| record.get("_aws").is_some())
         .collect();
     if lines.len() < generated {
@@ -222,10 +210,8 @@ fn check_metric_lines(function_output: &str, generated: usize) -> Result {
         routes.insert(line["Route"].as_str().unwrap_or("(none)").to_owned());
         classes.insert(line["StatusClass"].as_str().unwrap_or("(none)").to_owned());
     }
-    if let Some(route) = routes
-        .iter()
-        .find(|route| !["GET /plants", "POST /plants", "other"].contains(&route.as_str()))
-    {
+    let known = ["GET /plants", "POST /plants", "other"];
+    if let Some(route) = routes.iter().find(|route| !known.contains(&route.as_str())) {
         return Err(format!("an EMF line with an unknown route: {route}").into());
     }
     println!(
@@ -268,11 +254,8 @@ mod tests {
         let dir = std::env::temp_dir().join(format!("xtask-st-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
         let (first, second) = (dir.join("a.log"), dir.join("b.log"));
-        std::fs::write(
-            &first,
-            "GET /plants\n  Examples: 12 generated, 3 skipped\nPOST: 30 generated\n",
-        )
-        .unwrap();
+        let summaries = "GET /plants\n  Examples: 12 generated, 3 skipped\nPOST: 30 generated\n";
+        std::fs::write(&first, summaries).unwrap();
         std::fs::write(&second, "nothing here").unwrap();
         assert_eq!(generated_requests(&[&first, &second]).unwrap(), 42);
         assert!(

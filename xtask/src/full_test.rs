@@ -63,9 +63,7 @@ pub fn full_test(settings: &Settings) -> Result {
     }
     log!("contract tests against the function behind cargo lambda's emulator");
     contract_test(Target::CargoLambda, settings.max_examples, None)?;
-    log!(
-        "contract tests against sam local start-api (fewer examples: each request crosses the emulator)"
-    );
+    log!("contract tests against sam local start-api (fewer examples: each crosses the emulator)");
     contract_test(Target::SamLocal, settings.sam_local_max_examples, None)?;
 
     log!("benchmark smoke run (debug build, a few iterations, no timing asserted)");
@@ -94,33 +92,33 @@ fn static_checks() -> Result {
         .env("BC_SKIP_MAPPING", "TRUE")
         .env("CKV_SKIP_PACKAGE_UPDATE_CHECK", "true"))?;
     log!("openapi.yaml: Spectral, the OpenAPI and OWASP API Security rules (.spectral.yaml)");
-    run(Command::new(ensure_spectral()?).args([
-        "lint",
-        "--fail-severity",
-        "error",
-        "openapi.yaml",
-    ]))?;
+    let spectral = ["lint", "--fail-severity", "error", "openapi.yaml"];
+    run(Command::new(ensure_spectral()?).args(spectral))?;
     log!("the GitHub Actions workflows: actionlint");
     // Without arguments it lints every workflow in .github/workflows.
     run(&mut Command::new(ensure_actionlint()?))?;
     log!("cargo fmt --check");
     run(Command::new("cargo").args(["fmt", "--all", "--", "--check"]))?;
     log!("cargo clippy");
-    run(Command::new("cargo")
-        .args(["clippy", "--workspace", "--all-targets", "--locked"])
-        .args(["--", "-D", "warnings"]))
+    let clippy = [
+        "clippy",
+        "--workspace",
+        "--all-targets",
+        "--locked",
+        "--",
+        "-D",
+        "warnings",
+    ];
+    run(Command::new("cargo").args(clippy))
 }
 
 /// `cargo test` against `stack`'s DynamoDB Local, its output in
 /// `cargo_test_log`.
 fn cargo_test(stack: &Stack, cargo_test_log: &Path) -> Result {
     log!("cargo test");
+    let mut cargo = stack.env.command("cargo");
     run_logged(
-        stack
-            .env
-            .command("cargo")
-            .args(["test", "--workspace", "--locked"])
-            .stderr(Stdio::inherit()),
+        cargo.args(["test", "--workspace", "--locked"]),
         cargo_test_log,
     )
 }
@@ -132,20 +130,17 @@ fn tests_by_name(stack: &Stack, artifact_build: SamBuild) -> Result {
     run_required_tests(&mut stack.env.command("cargo"), MOTO_TESTS, "moto-test")?;
 
     log!(
-        "the deployment artifact: sam build's arm64 bootstrap, every event through it under qemu-user"
+        "the deployment artifact: sam build's arm64 bootstrap, every event through it (qemu-user)"
     );
     let artifact = artifact_build.finish()?;
     let mut bootstrap = ensure_qemu_arm64()?;
     bootstrap.push(artifact.bootstrap.display().to_string());
     let cargo = &mut stack.env.command("cargo");
-    run_required_tests(
-        cargo.env("PLANT_STORE_BOOTSTRAP", bootstrap.join(" ")),
-        ARTIFACT_TESTS,
-        "artifact-test",
-    )?;
+    let cargo = cargo.env("PLANT_STORE_BOOTSTRAP", bootstrap.join(" "));
+    run_required_tests(cargo, ARTIFACT_TESTS, "artifact-test")?;
 
     log!(
-        "sam local: every HTTP API event through sam local invoke, the contract through sam local start-api"
+        "sam local: every HTTP API event through sam local invoke, the contract through start-api"
     );
     let sam = SamLocal::prepare(stack.dynamodb_port)?;
     let (name, prepared) = sam.handover();
@@ -179,14 +174,9 @@ fn summary(cargo_test_log: &str) -> Result<String> {
                 .and_then(|count| count.trim().rsplit(' ').next()?.parse::<usize>().ok())
                 .unwrap_or(0);
         }
-        if let Some(name) = line
-            .strip_prefix("test ")
-            .and_then(|rest| rest.strip_suffix(" ... ignored"))
-            .or_else(|| {
-                let (name, _reason) = line.strip_prefix("test ")?.split_once(" ... ignored, ")?;
-                Some(name)
-            })
-        {
+        // `test NAME ... ignored`, or `... ignored, REASON`.
+        let test = line.strip_prefix("test ").unwrap_or_default();
+        if let Some((name, _reason)) = format!("{test},").split_once(" ... ignored,") {
             ignored.push(name.to_owned());
         }
     }
@@ -225,26 +215,21 @@ fn install_tools() -> Result {
 /// error unless every one of them ran and passed.
 fn run_required_tests(cargo: &mut Command, tests: &[&str], log_name: &str) -> Result {
     let log_file = tools_dir().join(format!("{log_name}.log"));
-    run_logged(
-        cargo
-            .args([
-                "test",
-                "--locked",
-                "--package",
-                "plant-store",
-                "--test",
-                "api",
-                "--",
-                "--exact",
-                // Named tests run even where plain `cargo test` ignores them.
-                "--include-ignored",
-                "--test-threads",
-                "1",
-            ])
-            .args(tests)
-            .stderr(Stdio::inherit()),
-        &log_file,
-    )?;
+    cargo.args([
+        "test",
+        "--locked",
+        "--package",
+        "plant-store",
+        "--test",
+        "api",
+        "--",
+        "--exact",
+    ]);
+    // Named tests run even where plain `cargo test` ignores them.
+    cargo
+        .args(["--include-ignored", "--test-threads", "1"])
+        .args(tests);
+    run_logged(cargo, &log_file)?;
     let wanted = format!("test result: ok. {} passed", tests.len());
     if !std::fs::read_to_string(&log_file)?.contains(&wanted) {
         return Err(format!("expected \"{wanted}\" in {}", log_file.display()).into());
@@ -271,12 +256,9 @@ mod tests {
                 MOTO_TESTS.len() + ARTIFACT_TESTS.len() + SAM_LOCAL_TESTS.len()
             )
         );
-        let left_out = "test quota::slow ... ignored\n";
-        assert!(
-            summary(left_out)
-                .unwrap_err()
-                .to_string()
-                .contains("quota::slow")
-        );
+        let left_out = summary("test quota::slow ... ignored\n")
+            .unwrap_err()
+            .to_string();
+        assert!(left_out.contains("quota::slow"));
     }
 }

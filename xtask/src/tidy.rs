@@ -69,10 +69,7 @@ fn every_public_item_of_the_libraries_around_the_function_is_used_elsewhere() {
         .into_iter()
         .chain(["xtask", "testkit", "admin", "local-support", "bench"])
         .flat_map(|dir| files(dir, ".rs"))
-        .map(|path| {
-            let text = std::fs::read_to_string(&path).unwrap();
-            (path, text)
-        })
+        .map(|path| (path.clone(), std::fs::read_to_string(path).unwrap()))
         .collect();
     let mut unused = Vec::new();
     for (path, text) in &sources {
@@ -108,21 +105,10 @@ fn every_public_item_of_the_libraries_around_the_function_is_used_elsewhere() {
 /// A number, in digits or words, then at most one word, then something
 /// whose count the code decides.
 fn counts(line: &str) -> Option<String> {
-    const NUMBERS: [&str; 12] = [
-        "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten", "eleven", "twelve",
-        "dozen",
-    ];
+    const NUMBERS: &str = "two three four five six seven eight nine ten eleven twelve dozen";
     // "hostile": the hostile requests of tests/api/hostile.rs.
-    const COUNTED: [&str; 8] = [
-        "tests",
-        "mutations",
-        "targets",
-        "events",
-        "fixtures",
-        "cases",
-        "rules",
-        "hostile",
-    ];
+    const COUNTED: &str = "tests mutations targets events fixtures cases rules hostile";
+    let listed = |list: &str, word: &str| list.split(' ').any(|listed| listed == word);
     // Code spans name files and settings, not counts.
     let prose: String = line.split('`').step_by(2).collect::<Vec<_>>().join(" ");
     let words: Vec<String> = prose
@@ -132,9 +118,9 @@ fn counts(line: &str) -> Option<String> {
         .collect();
     (0..words.len()).find_map(|at| {
         let number = &words[at];
-        let is_number = NUMBERS.contains(&number.as_str())
+        let is_number = listed(NUMBERS, number)
             || (!number.is_empty() && number.chars().all(|c| c.is_ascii_digit() || c == ','));
-        let counted = |word: Option<&String>| word.is_some_and(|w| COUNTED.contains(&w.as_str()));
+        let counted = |word: Option<&String>| word.is_some_and(|word| listed(COUNTED, word));
         (is_number && (counted(words.get(at + 1)) || counted(words.get(at + 2))))
             .then(|| words[at..(at + 3).min(words.len())].join(" "))
     })
@@ -142,13 +128,11 @@ fn counts(line: &str) -> Option<String> {
 
 /// Whether `line` dates its figures with a commit (`at 6b5d9bb`).
 fn dated(line: &str) -> bool {
-    line.split_whitespace()
-        .collect::<Vec<_>>()
-        .windows(2)
-        .any(|pair| {
-            let commit = pair[1].trim_matches(|c: char| !c.is_ascii_hexdigit());
-            pair[0] == "at" && commit.len() >= 7 && commit.chars().all(|c| c.is_ascii_hexdigit())
-        })
+    let words: Vec<&str> = line.split_whitespace().collect();
+    words.windows(2).any(|pair| {
+        let commit = pair[1].trim_matches(|c: char| !c.is_ascii_hexdigit());
+        pair[0] == "at" && commit.len() >= 7 && commit.chars().all(|c| c.is_ascii_hexdigit())
+    })
 }
 
 #[test]
@@ -183,14 +167,12 @@ fn the_checks_find_what_they_look_for() {
         Some("four fuzz targets".into())
     );
     assert_eq!(
-        counts("65 hostile requests in one table"),
+        counts("65 hostile requests in one"),
         Some("65 hostile requests".into())
     );
     assert_eq!(counts("a 10 KB header and 2 owners"), None);
     assert!(dated("init 5.18 ms at 72c09aa, medians") && !dated("at once"));
-    assert_eq!(
-        public_items("pub fn start(\npub(crate) fn x\n    pub async fn stop()"),
-        ["start", "stop"]
-    );
+    let items = public_items("pub fn start(\npub(crate) fn x\n    pub async fn stop()");
+    assert_eq!(items, ["start", "stop"]);
     assert!(names("use a::start;", "start") && !names("restart()", "start"));
 }
