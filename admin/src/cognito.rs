@@ -10,6 +10,7 @@
 
 use aws_lc_rs::rand::{SecureRandom, SystemRandom};
 use aws_sdk_cognitoidentityprovider::Client;
+use aws_sdk_cognitoidentityprovider::error::DisplayErrorContext;
 use aws_sdk_cognitoidentityprovider::types::{AttributeType, AuthFlowType, MessageActionType};
 
 use crate::acceptance::{self, Report};
@@ -82,12 +83,7 @@ impl TestUsers {
             .user_attributes(email("email_verified", "true"))
             .send()
             .await
-            .map_err(|error| {
-                format!(
-                    "creating a test user failed: {}",
-                    error.into_service_error()
-                )
-            })?;
+            .map_err(failed("creating a test user"))?;
         self.usernames.push(username.clone());
         self.client
             .admin_set_user_password()
@@ -97,12 +93,7 @@ impl TestUsers {
             .permanent(true)
             .send()
             .await
-            .map_err(|error| {
-                format!(
-                    "setting the test user's password failed: {}",
-                    error.into_service_error()
-                )
-            })?;
+            .map_err(failed("setting the test user's password"))?;
         let signed_in = self
             .client
             .initiate_auth()
@@ -112,12 +103,7 @@ impl TestUsers {
             .auth_parameters("PASSWORD", &password)
             .send()
             .await
-            .map_err(|error| {
-                format!(
-                    "signing the test user in failed: {}",
-                    error.into_service_error()
-                )
-            })?;
+            .map_err(failed("signing the test user in"))?;
         signed_in
             .authentication_result()
             .and_then(|result| result.access_token())
@@ -127,7 +113,7 @@ impl TestUsers {
 
     /// Deletes every user this run created; says which could not be.
     pub async fn delete(self) -> Result<(), String> {
-        let mut failed = Vec::new();
+        let mut undeleted = Vec::new();
         for username in &self.usernames {
             let deleted = self
                 .client
@@ -137,16 +123,15 @@ impl TestUsers {
                 .send()
                 .await;
             if let Err(error) = deleted {
-                failed.push(format!("{username} ({})", error.into_service_error()));
+                undeleted.push(format!("{username} ({})", DisplayErrorContext(error)));
             }
         }
-        if failed.is_empty() {
-            Ok(())
-        } else {
-            Err(format!(
+        match undeleted.is_empty() {
+            true => Ok(()),
+            false => Err(format!(
                 "could not delete the test users {}",
-                failed.join(", ")
-            ))
+                undeleted.join(", ")
+            )),
         }
     }
 }
@@ -171,6 +156,12 @@ pub async fn run_as_test_users(
     let report = acceptance::run(url, &tokens[0], &tokens[1]).await;
     users.delete().await?;
     Ok(report)
+}
+
+/// A failed call of the administrator API, with its chain of causes (as
+/// `recount` reports its failures).
+fn failed<E: std::error::Error>(doing: &str) -> impl Fn(E) -> String {
+    move |error| format!("{doing} failed: {}", DisplayErrorContext(error))
 }
 
 /// A random password of at least `minimum` characters (and
