@@ -11,15 +11,14 @@ use std::process::{Child, Command, ExitStatus, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering::SeqCst};
 use std::sync::{Arc, Mutex};
 use std::thread::ThreadId;
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant, UNIX_EPOCH};
 
 use crate::Result;
 
 /// One progress line on stderr, with the time of day (UTC), so that a run's
 /// log shows what each step costs.
 pub fn log(message: &str) {
-    let seconds = SystemTime::now().duration_since(UNIX_EPOCH).unwrap();
-    let seconds = seconds.as_secs() % 86_400;
+    let seconds = UNIX_EPOCH.elapsed().unwrap().as_secs() % 86_400;
     let (hours, minutes, seconds) = (seconds / 3600, seconds / 60 % 60, seconds % 60);
     let mut stderr = std::io::stderr();
     let _ = writeln!(stderr, "==> {hours:02}:{minutes:02}:{seconds:02} {message}");
@@ -179,6 +178,11 @@ pub fn stop_on_signals() {
         });
     }
 }
+
+/// How long a started process has to end after SIGTERM, unless its
+/// starter knows better: a build, a fuzzer or a server keeps no state
+/// worth waiting longer for.
+pub const GRACE: Duration = Duration::from_secs(5);
 
 /// A process this task started, in its own process group, stopped when the
 /// task (or the [`Scope`] it was started in) ends.

@@ -287,7 +287,9 @@ async fn route(state: Arc<State>, request: Request<Incoming>) -> Reply {
             let text = String::from_utf8_lossy(&body);
             let answer = match serde_json::from_slice(&body) {
                 Ok(response) if *outcome == "response" => Returned::Response(response),
-                _ if *outcome == "response" => Returned::Error(format!("not JSON: {text}")),
+                _ if *outcome == "response" => {
+                    Returned::Error(format!("a response that is not JSON: {text}"))
+                }
                 _ => Returned::Error(text.into_owned()),
             };
             match state.waiting.lock().unwrap().remove(*request_id) {

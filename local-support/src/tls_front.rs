@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 
 use rcgen::{BasicConstraints, CertificateParams, CertifiedIssuer, DnType, IsCa, KeyPair, SanType};
 
-use crate::process::{Started, free_port, start};
+use crate::process::{GRACE, Started, free_port, start};
 use crate::tools::ensure_haproxy;
 use crate::{Result, log};
 
@@ -102,7 +102,7 @@ pub fn start_haproxy(address: &str, options: &str, upstream: u16, dir: &Path) ->
     let mut command = Command::new("haproxy");
     command.arg("-f").arg(&config).arg("-db");
     let log = dir.join(format!("{name}.log"));
-    let haproxy = start("haproxy", &mut command, Duration::from_secs(5), Some(&log))?;
+    let haproxy = start("haproxy", &mut command, GRACE, Some(&log))?;
     let deadline = Instant::now() + Duration::from_secs(10);
     while TcpStream::connect(address).is_err() {
         if !haproxy.is_running() || Instant::now() > deadline {

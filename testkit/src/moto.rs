@@ -13,10 +13,9 @@ use aws_sdk_cognitoidentityprovider::config::{BehaviorVersion, Credentials, Regi
 use aws_sdk_cognitoidentityprovider::types::{
     ExplicitAuthFlowsType, PasswordPolicyType, UserPoolPolicyType, UsernameAttributeType,
 };
-use plant_store_local_support::process::{Started, free_port, start, wait_for_port};
+use plant_store_local_support::process::{GRACE, Started, free_port, start, wait_for_port};
 
 const START_TIMEOUT: Duration = Duration::from_secs(60);
-const GRACE: Duration = Duration::from_secs(5);
 const REGION: &str = "us-east-1";
 
 /// moto's server, stopped on drop.

@@ -5,9 +5,8 @@
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
-use std::time::Duration;
 
-use plant_store_local_support::process::{Started, output, run, start};
+use plant_store_local_support::process::{GRACE, Started, output, run, start};
 use plant_store_local_support::tools::ensure_python_tools;
 use plant_store_local_support::{Result, log, root, tools_dir};
 
@@ -77,12 +76,7 @@ pub fn start_sam_build() -> Result<SamBuild> {
     let mut sam = Command::new("sam");
     sam.args(["build", "--template", "template.yaml", "--beta-features"]);
     let log = tools_dir().join("sam-build.log");
-    Ok(SamBuild(start(
-        "sam build",
-        &mut sam,
-        Duration::from_secs(5),
-        Some(&log),
-    )?))
+    Ok(SamBuild(start("sam build", &mut sam, GRACE, Some(&log))?))
 }
 
 impl SamBuild {

@@ -14,9 +14,8 @@
 //! .tools/cargo.
 
 use std::process::Command;
-use std::time::Duration;
 
-use plant_store_local_support::process::{Started, start};
+use plant_store_local_support::process::{GRACE, Started, start};
 use plant_store_local_support::tools::ensure_cargo_tool;
 use plant_store_local_support::{Result, log, tools_dir};
 
@@ -28,9 +27,6 @@ const TARGETS: [&str; 6] = [
     "cursor",
     "scopes",
 ];
-
-/// How long a fuzzing process may take to end when stopped.
-const GRACE: Duration = Duration::from_secs(5);
 
 /// cargo-fuzz, installed into .tools/cargo on first use.
 pub fn ensure_cargo_fuzz() -> Result {
