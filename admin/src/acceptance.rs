@@ -90,7 +90,7 @@ pub async fn run(base_url: &str, token_a: &str, token_b: &str) -> Report {
 fn run_id() -> i64 {
     let millis = SystemTime::now()
         .duration_since(UNIX_EPOCH)
-        .unwrap()
+        .expect("the clock is after 1970")
         .as_millis();
     i64::try_from(millis).expect("milliseconds fit in i64") * 1000
 }
@@ -245,8 +245,6 @@ impl Suite {
         Ok(plants)
     }
 
-    /// Each refusal the contract names, as owner A (or without a token),
-    /// its Error body naming the problem, and the header it must carry.
     /// Each refusal the contract names: the request (as owner A, or
     /// without a token; a body with its Content-Type), the status, what
     /// the Error body's message names, and a header the answer must carry.

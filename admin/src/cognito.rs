@@ -126,12 +126,13 @@ impl TestUsers {
                 undeleted.push(format!("{username} ({})", DisplayErrorContext(error)));
             }
         }
-        match undeleted.is_empty() {
-            true => Ok(()),
-            false => Err(format!(
+        if undeleted.is_empty() {
+            Ok(())
+        } else {
+            Err(format!(
                 "could not delete the test users {}",
                 undeleted.join(", ")
-            )),
+            ))
         }
     }
 }

@@ -245,7 +245,7 @@ impl LambdaProcess {
         let peak = status
             .lines()
             .find_map(|line| line.strip_prefix("VmHWM:"))
-            .unwrap();
+            .expect("VmHWM in /proc/PID/status");
         peak.trim().trim_end_matches("kB").trim().parse().unwrap()
     }
 
@@ -285,12 +285,11 @@ async fn route(state: Arc<State>, request: Request<Incoming>) -> Reply {
         (Method::POST, ["invocation", request_id, outcome @ ("response" | "error")]) => {
             let body = body_bytes(request.into_body()).await;
             let text = String::from_utf8_lossy(&body);
-            let answer = match serde_json::from_slice(&body) {
-                Ok(response) if *outcome == "response" => Returned::Response(response),
-                _ if *outcome == "response" => {
-                    Returned::Error(format!("a response that is not JSON: {text}"))
-                }
-                _ => Returned::Error(text.into_owned()),
+            let answer = if *outcome == "error" {
+                Returned::Error(text.into_owned())
+            } else {
+                let not_json = |_| Returned::Error(format!("a response that is not JSON: {text}"));
+                serde_json::from_slice(&body).map_or_else(not_json, Returned::Response)
             };
             match state.waiting.lock().unwrap().remove(*request_id) {
                 Some(Waiting {

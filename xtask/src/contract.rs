@@ -102,25 +102,11 @@ pub fn contract_test(target: Target, max_examples: usize, seed: Option<u64>) -> 
     let token = issuer.token("schemathesis", 3600);
     let schemathesis = |hooks: &str, examples: usize| {
         let mut command = Command::new("st");
-        command.args([
-            "run",
-            "openapi.yaml",
-            "--url",
-            &format!("http://127.0.0.1:{api_port}"),
-        ]);
-        command.args([
-            "--checks",
-            "all",
-            "--seed",
-            &seed.to_string(),
-            "--max-examples",
-        ]);
-        command.args([
-            &examples.to_string(),
-            "--generation-database",
-            "none",
-            "--no-color",
-        ]);
+        let url = format!("http://127.0.0.1:{api_port}");
+        command.args(["run", "openapi.yaml", "--url", &url, "--checks", "all"]);
+        command.args(["--seed", &seed.to_string()]);
+        command.args(["--max-examples", &examples.to_string()]);
+        command.args(["--generation-database", "none", "--no-color"]);
         command.args(["--workers", "1", "--request-timeout", "15"]);
         command
             .env("SCHEMATHESIS_HOOKS", hooks)

@@ -176,7 +176,8 @@ fn summary(cargo_test_log: &str) -> Result<String> {
         }
         // `test NAME ... ignored`, or `... ignored, REASON`.
         let test = line.strip_prefix("test ").unwrap_or_default();
-        if let Some((name, _reason)) = format!("{test},").split_once(" ... ignored,") {
+        let with_reason = || Some(test.split_once(" ... ignored, ")?.0);
+        if let Some(name) = test.strip_suffix(" ... ignored").or_else(with_reason) {
             ignored.push(name.to_owned());
         }
     }

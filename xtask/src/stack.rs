@@ -57,7 +57,7 @@ impl Stack {
         let mut command = self.env.command("cargo");
         command.args(["lambda", "watch", "--invoke-address", "127.0.0.1"]);
         command.args(["--invoke-port", &port.to_string()]);
-        let function = start("cargo lambda watch", &mut command, GRACE, None)?;
+        let function = start("cargo lambda watch", &mut command, FUNCTION_GRACE, None)?;
         wait_until_answering(port, &function, Duration::from_secs(600))?;
         Ok(function)
     }
@@ -69,6 +69,7 @@ impl Stack {
     /// tests and compile most of the tree again). Both write to `output`.
     pub fn start_built_function(&self, port: u16, output: &Path) -> Result<Started> {
         let binary = debug_binary("plant-store")?;
+        // One file for both processes: `start`'s own log would be a file each.
         let log = std::fs::File::create(output)?;
         let mut emulator = self.env.command("cargo");
         emulator.args([
@@ -80,7 +81,7 @@ impl Stack {
         ]);
         emulator.args(["--invoke-port", &port.to_string()]);
         emulator.stdout(log.try_clone()?).stderr(log.try_clone()?);
-        let emulator = start("cargo lambda watch", &mut emulator, GRACE, None)?;
+        let emulator = start("cargo lambda watch", &mut emulator, FUNCTION_GRACE, None)?;
         // It answers HTTP only through a function: wait for its port.
         wait_for_port(port, &emulator, Duration::from_secs(60))?;
         // What cargo lambda watch prints that the function must be given.
@@ -95,7 +96,7 @@ impl Stack {
             .env("AWS_LAMBDA_FUNCTION_MEMORY_SIZE", "4096")
             .stdout(log.try_clone()?)
             .stderr(log);
-        let function = start("the function", &mut function, GRACE, None)?;
+        let function = start("the function", &mut function, FUNCTION_GRACE, None)?;
         wait_until_answering(port, &function, Duration::from_secs(60))?;
         Ok(function)
     }
@@ -104,7 +105,7 @@ impl Stack {
 /// How long the function and cargo lambda watch may take to end when
 /// stopped: once it has served a request, cargo lambda watch (1.9) no longer
 /// ends on a signal, and neither keeps state.
-const GRACE: Duration = Duration::from_secs(2);
+const FUNCTION_GRACE: Duration = Duration::from_secs(2);
 
 /// A binary of the workspace's debug build, built once per task with every
 /// other binary of the workspace: with the features `cargo test` builds

@@ -167,7 +167,7 @@ fn the_checks_find_what_they_look_for() {
         Some("four fuzz targets".into())
     );
     assert_eq!(
-        counts("65 hostile requests in one"),
+        counts("65 hostile requests in one table"),
         Some("65 hostile requests".into())
     );
     assert_eq!(counts("a 10 KB header and 2 owners"), None);

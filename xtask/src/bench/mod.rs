@@ -71,20 +71,19 @@ impl Settings {
         })
     }
 
+    /// A few iterations of the debug build: the full test run's.
     pub fn smoke() -> Self {
-        let (rounds, warm, prime, batch, batches, burst) = (3, 20, 5, 40, 1, 32);
-        let (sam_build, compare, strict) = (false, None, false);
         Self {
             smoke: true,
-            rounds,
-            warm,
-            prime,
-            batch,
-            batches,
-            sam_build,
-            compare,
-            burst,
-            strict,
+            rounds: 3,
+            warm: 20,
+            prime: 5,
+            batch: 40,
+            batches: 1,
+            sam_build: false,
+            compare: None,
+            burst: 32,
+            strict: false,
         }
     }
 
