@@ -102,26 +102,10 @@ impl LambdaProcess {
             move |request| route(state.clone(), request)
         });
 
-        let mut child = Command::new(&command[0]);
-        child
-            .args(&command[1..])
-            .env_clear()
-            .env("PATH", std::env::var("PATH").unwrap_or_default())
-            .env("AWS_LAMBDA_RUNTIME_API", &address)
-            .env("AWS_LAMBDA_FUNCTION_NAME", "plant-store")
-            .env("AWS_LAMBDA_FUNCTION_MEMORY_SIZE", "128")
-            .env("AWS_LAMBDA_FUNCTION_VERSION", "$LATEST")
-            .env("AWS_LAMBDA_LOG_GROUP_NAME", "/aws/lambda/plant-store")
-            .env("AWS_LAMBDA_LOG_STREAM_NAME", "local")
-            .envs(env.vars().iter().map(|(name, value)| (name, value)))
-            .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .kill_on_drop(true);
+        let mut lambda = lambda_command(command, env, &address);
         let started = Instant::now();
-        let mut child = child
-            .spawn()
-            .unwrap_or_else(|error| panic!("cannot start {command:?}: {error}"));
+        let spawned = lambda.spawn();
+        let mut child = spawned.unwrap_or_else(|error| panic!("cannot start {command:?}: {error}"));
         let output = Arc::new(Mutex::new(Vec::new()));
         let readers = vec![
             tokio::spawn(keep_lines(child.stdout.take().unwrap(), output.clone())),
@@ -260,6 +244,28 @@ impl Drop for LambdaProcess {
         let _ = self.child.start_kill();
         self.server.abort();
     }
+}
+
+/// `command` as Lambda starts a `bootstrap`: with only the Lambda
+/// environment (its Runtime API at `address`) and `env`.
+fn lambda_command(command: &[String], env: &Env, address: &str) -> Command {
+    let mut child = Command::new(&command[0]);
+    child
+        .args(&command[1..])
+        .env_clear()
+        .env("PATH", std::env::var("PATH").unwrap_or_default())
+        .env("AWS_LAMBDA_RUNTIME_API", address)
+        .env("AWS_LAMBDA_FUNCTION_NAME", "plant-store")
+        .env("AWS_LAMBDA_FUNCTION_MEMORY_SIZE", "128")
+        .env("AWS_LAMBDA_FUNCTION_VERSION", "$LATEST")
+        .env("AWS_LAMBDA_LOG_GROUP_NAME", "/aws/lambda/plant-store")
+        .env("AWS_LAMBDA_LOG_STREAM_NAME", "local")
+        .envs(env.vars().iter().map(|(name, value)| (name, value)))
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .kill_on_drop(true);
+    child
 }
 
 async fn keep_lines(stream: impl tokio::io::AsyncRead + Unpin, output: Arc<Mutex<Vec<String>>>) {

@@ -8,7 +8,7 @@
 //! beyond this machine (docs/sam-local.md). Everything it starts or changes
 //! is undone when the task ends ([`crate::process::on_exit`]).
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Duration;
 
@@ -339,7 +339,7 @@ fn short_hash(text: &str) -> String {
 /// its run state in a temporary folder, without NAT, IP forwarding or DNS
 /// beyond the machine. Only an engine started here is stopped at the end.
 fn ensure_container_engine() -> Result<SamLocal> {
-    let mut sam = SamLocal {
+    let sam = SamLocal {
         docker_host: std::env::var("DOCKER_HOST").ok(),
         path: std::env::var("PATH").unwrap_or_default(),
         image: String::new(),
@@ -359,15 +359,24 @@ fn ensure_container_engine() -> Result<SamLocal> {
     if unsafe { libc::getuid() } != 0 {
         return Err("no container engine answers, and starting one needs root".into());
     }
+    start_debian_engine(sam)
+}
+
+/// Debian's container engine, unpacked into .tools/engine on first use.
+fn ensure_engine_packages() -> Result<PathBuf> {
     let engine_dir = tools_dir().join("engine");
     if !engine_dir.join("usr/sbin/dockerd").exists() {
-        log!(
-            "fetching Debian's container engine: {}",
-            ENGINE_PACKAGES.join(" ")
-        );
+        let packages = ENGINE_PACKAGES.join(" ");
+        log!("fetching Debian's container engine: {packages}");
         let _ = std::fs::remove_dir_all(&engine_dir);
         unpack_debian_packages(&engine_dir, &ENGINE_PACKAGES)?;
     }
+    Ok(engine_dir)
+}
+
+/// Starts Debian's engine for `sam` (as root), stopped when the task ends.
+fn start_debian_engine(mut sam: SamLocal) -> Result<SamLocal> {
+    let engine_dir = ensure_engine_packages()?;
     let (bin, sbin) = (engine_dir.join("usr/bin"), engine_dir.join("usr/sbin"));
     sam.path = format!("{}:{}:{}", bin.display(), sbin.display(), sam.path);
     // Unix sockets live here: a short path, gone when the engine stops.
@@ -378,22 +387,11 @@ fn ensure_container_engine() -> Result<SamLocal> {
     std::fs::create_dir_all(&data)?;
     log!("starting Debian's Docker Engine (state in .tools/engine-data, no NAT)");
     let mut dockerd = sam.engine(Command::new("dockerd"));
-    dockerd
-        .arg("--data-root")
-        .arg(&data)
-        .arg("--exec-root")
-        .arg(run_dir.join("exec"));
-    dockerd
-        .arg("--pidfile")
-        .arg(run_dir.join("dockerd.pid"))
-        .args(["-H", &host]);
-    dockerd.args([
-        "--iptables=false",
-        "--ip-masq=false",
-        "--ip-forward=false",
-        "--dns",
-        "127.0.0.1",
-    ]);
+    dockerd.arg("--data-root").arg(&data).args(["-H", &host]);
+    dockerd.arg("--exec-root").arg(run_dir.join("exec"));
+    dockerd.arg("--pidfile").arg(run_dir.join("dockerd.pid"));
+    dockerd.args(["--iptables=false", "--ip-masq=false"]);
+    dockerd.args(["--ip-forward=false", "--dns", "127.0.0.1"]);
     // Registered before the engine starts, so it runs after the engine
     // stops: the mounts a killed engine may leave (overlays, network
     // namespaces), its bridge, its run folder.

@@ -113,33 +113,50 @@ fn check_subsegment(subsegment: &Value, alone: bool) -> Result<(), String> {
     {
         return Err(format!("`{unknown}` is not a subsegment field"));
     }
-    let text = |field: &str| subsegment[field].as_str();
-    let name = text("name").ok_or("no `name`")?;
+    check_name_id_and_times(subsegment)?;
+    if alone {
+        check_trace_and_parent(subsegment)?;
+    }
+    check_value_types(subsegment)?;
+    for nested in subsegment["subsegments"].as_array().into_iter().flatten() {
+        check_subsegment(nested, false)?;
+    }
+    Ok(())
+}
+
+fn check_name_id_and_times(subsegment: &Value) -> Result<(), String> {
+    let name = subsegment["name"].as_str().ok_or("no `name`")?;
     let name_allowed =
         |c: char| c.is_alphanumeric() || c.is_whitespace() || "_.:/%&#=+\\-@".contains(c);
     if name.is_empty() || name.chars().count() > 200 || !name.chars().all(name_allowed) {
         return Err(format!("`name` {name:?} is not an X-Ray name"));
     }
-    if !text("id").is_some_and(is_id) {
+    if !subsegment["id"].as_str().is_some_and(is_id) {
         return Err("`id` is not 16 hex digits".into());
     }
     let start = subsegment["start_time"].as_f64().ok_or("no `start_time`")?;
     match subsegment["end_time"].as_f64() {
-        Some(end) if end >= start && start > 1.5e9 => {}
-        _ if subsegment["in_progress"] == true => {}
-        _ => return Err("no `end_time` at or after a `start_time` in epoch seconds".into()),
+        Some(end) if end >= start && start > 1.5e9 => Ok(()),
+        _ if subsegment["in_progress"] == true => Ok(()),
+        _ => Err("no `end_time` at or after a `start_time` in epoch seconds".into()),
     }
-    if alone {
-        if subsegment["type"] != "subsegment" {
-            return Err("sent alone without `type: subsegment`".into());
-        }
-        if !text("trace_id").is_some_and(is_trace_id) {
-            return Err("sent alone without a `trace_id` of 1-8-24 hex digits".into());
-        }
-        if !text("parent_id").is_some_and(is_id) {
-            return Err("sent alone without a `parent_id` of 16 hex digits".into());
-        }
+}
+
+/// What a subsegment sent on its own must say: its type, trace and parent.
+fn check_trace_and_parent(subsegment: &Value) -> Result<(), String> {
+    if subsegment["type"] != "subsegment" {
+        return Err("sent alone without `type: subsegment`".into());
     }
+    if !subsegment["trace_id"].as_str().is_some_and(is_trace_id) {
+        return Err("sent alone without a `trace_id` of 1-8-24 hex digits".into());
+    }
+    if !subsegment["parent_id"].as_str().is_some_and(is_id) {
+        return Err("sent alone without a `parent_id` of 16 hex digits".into());
+    }
+    Ok(())
+}
+
+fn check_value_types(subsegment: &Value) -> Result<(), String> {
     if let Some(namespace) = subsegment.get("namespace")
         && !matches!(namespace.as_str(), Some("aws" | "remote"))
     {
@@ -163,9 +180,6 @@ fn check_subsegment(subsegment: &Value, alone: bool) -> Result<(), String> {
         {
             return Err(format!("`{field}` is not an integer"));
         }
-    }
-    for nested in subsegment["subsegments"].as_array().into_iter().flatten() {
-        check_subsegment(nested, false)?;
     }
     Ok(())
 }

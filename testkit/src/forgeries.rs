@@ -31,19 +31,44 @@ fn encode_part(value: &Value) -> String {
 
 /// Each case names the forgery and holds the token.
 pub fn forged_tokens() -> Vec<(&'static str, String)> {
-    let published = &keys().eddsa();
-    let now = unix_now();
+    let mut cases = forged_signatures();
+    cases.extend(misissued_claims());
+    let oversized = format!(
+        "{}.{}.{}",
+        "a".repeat(4000),
+        "b".repeat(4000),
+        "c".repeat(2000)
+    );
+    cases.extend([
+        ("garbage", "garbage".to_owned()),
+        ("three garbage parts", "a.b.c".to_owned()),
+        ("oversized", oversized),
+    ]);
+    cases
+}
+
+/// A JOSE header for `algorithm` naming the key `kid`.
+fn header_with_kid(algorithm: Algorithm, kid: &str) -> Header {
+    let mut header = Header::new(algorithm);
+    header.kid = Some(kid.to_owned());
+    header
+}
+
+/// Valid claims for alice under `header`, signed with the Ed25519 key `pem`.
+fn signed_as(header: &Header, pem: &str) -> String {
+    let key = EncodingKey::from_ed_pem(pem.as_bytes()).unwrap();
+    jsonwebtoken::encode(header, &claims("alice"), &key).unwrap()
+}
+
+/// Valid claims whose signature, algorithm or key is not one the key set
+/// publishes.
+fn forged_signatures() -> Vec<(&'static str, String)> {
+    let published = keys().eddsa();
+    let published_kid = header_with_kid(Algorithm::EdDSA, published.kid());
 
     // A key nobody published, claiming the kid of a published one.
     let impostor = SigningKey::generate(Algorithm::EdDSA).unwrap();
-    let mut header = Header::new(Algorithm::EdDSA);
-    header.kid = Some(published.kid().to_owned());
-    let wrong_key = jsonwebtoken::encode(
-        &header,
-        &claims("alice"),
-        &EncodingKey::from_ed_pem(impostor.pkcs8_pem().as_bytes()).unwrap(),
-    )
-    .unwrap();
+    let wrong_key = signed_as(&published_kid, impostor.pkcs8_pem());
 
     // alg "none", no signature.
     let none_header = json!({"alg": "none", "typ": "JWT", "kid": published.kid()});
@@ -57,10 +82,8 @@ pub fn forged_tokens() -> Vec<(&'static str, String)> {
     let AlgorithmParameters::OctetKeyPair(public) = &published.jwk().algorithm else {
         panic!("the EdDSA key is an OKP key");
     };
-    let mut hmac_header = Header::new(Algorithm::HS256);
-    hmac_header.kid = Some(published.kid().to_owned());
     let hs256 = jsonwebtoken::encode(
-        &hmac_header,
+        &header_with_kid(Algorithm::HS256, published.kid()),
         &claims("alice"),
         &EncodingKey::from_secret(public.x.as_bytes()),
     )
@@ -74,77 +97,62 @@ pub fn forged_tokens() -> Vec<(&'static str, String)> {
         parts.join(".")
     };
 
-    let sign = |claims: Value| published.sign(&claims).unwrap();
-    let unknown_kid = {
-        let mut header = Header::new(Algorithm::EdDSA);
-        header.kid = Some("unknown-kid".into());
-        jsonwebtoken::encode(
-            &header,
-            &claims("alice"),
-            &EncodingKey::from_ed_pem(published.pkcs8_pem().as_bytes()).unwrap(),
-        )
-        .unwrap()
-    };
-    let no_kid = jsonwebtoken::encode(
-        &Header::new(Algorithm::EdDSA),
-        &claims("alice"),
-        &EncodingKey::from_ed_pem(published.pkcs8_pem().as_bytes()).unwrap(),
-    )
-    .unwrap();
     let tampered = {
-        let token = sign(claims("alice"));
+        let token = published.sign(&claims("alice")).unwrap();
         let mut parts: Vec<&str> = token.split('.').collect();
         let payload = encode_part(&claims("mallory"));
         parts[1] = &payload;
         parts.join(".")
     };
 
+    let pem = published.pkcs8_pem();
     vec![
         ("signed by an unpublished key", wrong_key),
         ("alg none", alg_none),
         ("HS256 with the public key", hs256),
         ("header alg differs from the key's", es_as_rs),
-        ("unknown kid", unknown_kid),
-        ("no kid", no_kid),
+        (
+            "unknown kid",
+            signed_as(&header_with_kid(Algorithm::EdDSA, "unknown-kid"), pem),
+        ),
+        ("no kid", signed_as(&Header::new(Algorithm::EdDSA), pem)),
         ("payload swapped after signing", tampered),
+    ]
+}
+
+/// Claims that the contract refuses, signed with a published key.
+fn misissued_claims() -> Vec<(&'static str, String)> {
+    let sign = |claims: Value| keys().eddsa().sign(&claims).unwrap();
+    let alice = || claims("alice");
+    let now = unix_now();
+    vec![
         (
             "expired beyond the leeway",
-            sign(with(claims("alice"), "exp", json!(now - 120))),
+            sign(with(alice(), "exp", json!(now - 120))),
         ),
         (
             "wrong issuer",
-            sign(with(claims("alice"), "iss", json!("https://evil.test"))),
+            sign(with(alice(), "iss", json!("https://evil.test"))),
         ),
         (
             "wrong audience",
-            sign(with(claims("alice"), "aud", json!("another-api"))),
+            sign(with(alice(), "aud", json!("another-api"))),
         ),
         (
             "no audience where one is configured",
-            sign(without(claims("alice"), "aud")),
+            sign(without(alice(), "aud")),
         ),
-        ("no exp", sign(without(claims("alice"), "exp"))),
-        ("no iss", sign(without(claims("alice"), "iss"))),
-        ("no sub", sign(without(claims("alice"), "sub"))),
+        ("no exp", sign(without(alice(), "exp"))),
+        ("no iss", sign(without(alice(), "iss"))),
+        ("no sub", sign(without(alice(), "sub"))),
         ("empty sub", sign(claims(""))),
         (
             "string exp",
-            sign(with(claims("alice"), "exp", json!((now + 600).to_string()))),
+            sign(with(alice(), "exp", json!((now + 600).to_string()))),
         ),
         (
             "not yet valid (nbf)",
-            sign(with(claims("alice"), "nbf", json!(now + 600))),
-        ),
-        ("garbage", "garbage".to_owned()),
-        ("three garbage parts", "a.b.c".to_owned()),
-        (
-            "oversized",
-            format!(
-                "{}.{}.{}",
-                "a".repeat(4000),
-                "b".repeat(4000),
-                "c".repeat(2000)
-            ),
+            sign(with(alice(), "nbf", json!(now + 600))),
         ),
     ]
 }

@@ -13,10 +13,13 @@
 //! comes from the commit (its first 8 hex digits), so each commit explores
 //! new inputs and any run can be repeated; a failure prints the command.
 
+use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use plant_store_local_support::keys::{Algorithm, Issuer};
-use plant_store_local_support::process::{Scope, free_port, output, run, run_logged, tail};
+use plant_store_local_support::process::{
+    Scope, Started, free_port, output, run, run_logged, tail,
+};
 use plant_store_local_support::sam_local::SamLocal;
 use plant_store_local_support::tools::ensure_python_tools;
 use plant_store_local_support::{Result, log, root, tools_dir};
@@ -63,55 +66,112 @@ fn commit_seed() -> u64 {
 /// examples per operation, from `seed` (else the commit's).
 pub fn contract_test(target: Target, max_examples: usize, seed: Option<u64>) -> Result {
     let _scope = Scope::new();
-    let seed = seed.unwrap_or_else(commit_seed);
-    let target_name = target.name();
-    let reproduce =
-        format!("scripts/contract-test {target_name} --seed {seed} --max-examples {max_examples}");
     ensure_python_tools()?;
     log!("openapi.yaml: OpenAPI 3.1 validation and upstream compatibility");
-    let check = [
-        "tests/contract/check_openapi.py",
-        "openapi.yaml",
-        "docs/upstream-openapi.json",
-    ];
-    run(Command::new("python3").args(check))?;
+    let check = "tests/contract/check_openapi.py openapi.yaml docs/upstream-openapi.json";
+    run(Command::new("python3").args(check.split(' ')))?;
 
     let mut stack = Stack::start(free_port(), None)?;
     let issuer = Issuer::generate(&[Algorithm::EdDSA]);
     stack.configure_function("contract-plants", &issuer)?;
     stack.env.set("AWS_LAMBDA_LOG_LEVEL", "warn");
     let api_port = free_port();
-    let function_log = tools_dir().join(format!("contract-function-{target_name}.log"));
-    let started = match target {
+    let function_log = tools_dir().join(format!("contract-function-{}.log", target.name()));
+    if let Err(error) = start_function(target, &stack, api_port, &function_log) {
+        return Err(format!("{error}\n{}", tail(&function_log, 60)).into());
+    }
+    let run = Schemathesis {
+        target,
+        url: format!("http://127.0.0.1:{api_port}"),
+        seed: seed.unwrap_or_else(commit_seed),
+        max_examples,
+    };
+    let logs = run.with_and_without_token(&issuer.token("schemathesis", 3600))?;
+
+    log!("CloudWatch EMF: one metrics line per request in the function's output");
+    let generated = generated_requests(&logs.each_ref().map(PathBuf::as_path))?;
+    check_metric_lines(&std::fs::read_to_string(&function_log)?, generated)?;
+
+    acceptance_on_local_stack(&run.url, &issuer)
+}
+
+/// The function on 127.0.0.1:`port` as `target` runs it, its output in
+/// `log`.
+fn start_function(target: Target, stack: &Stack, port: u16, log: &Path) -> Result<Started> {
+    match target {
         Target::CargoLambda => {
             log!(
-                "starting the function behind cargo lambda watch --only-lambda-apis on 127.0.0.1:{api_port}"
+                "starting the function behind cargo lambda watch --only-lambda-apis on 127.0.0.1:{port}"
             );
-            stack.start_built_function(api_port, &function_log)
+            stack.start_built_function(port, log)
         }
         Target::SamLocal => {
             sam_build()?;
             let sam = SamLocal::prepare(stack.dynamodb_port)?;
-            log!("starting sam local start-api on 127.0.0.1:{api_port}");
-            sam.start_api(&stack.env, api_port, &[], Some(&function_log))
+            log!("starting sam local start-api on 127.0.0.1:{port}");
+            sam.start_api(&stack.env, port, &[], Some(log))
         }
-    };
-    if let Err(error) = started {
-        return Err(format!("{error}\n{}", tail(&function_log, 60)).into());
     }
-    let token = issuer.token("schemathesis", 3600);
-    let schemathesis = |hooks: &str, examples: usize| {
+}
+
+/// Schemathesis' runs against the function at `url`.
+struct Schemathesis {
+    target: Target,
+    url: String,
+    seed: u64,
+    max_examples: usize,
+}
+
+impl Schemathesis {
+    /// A run with `token`, then one without (every answer must be 401);
+    /// their logs.
+    fn with_and_without_token(&self, token: &str) -> Result<[PathBuf; 2]> {
+        let (seed, max_examples) = (self.seed, self.max_examples);
+        log!(
+            "Schemathesis with a token (--checks all, seed {seed}, at most {max_examples} examples per operation)"
+        );
+        log!("(to repeat this run: {})", self.reproduce());
+        let target = self.target.name();
+        let with_token = tools_dir().join(format!("contract-schemathesis-{target}.log"));
+        let authorization = format!("Authorization: Bearer {token}");
+        let mut command = self.command("st_hooks", max_examples);
+        self.run(command.args(["-H", &authorization]), &with_token)?;
+        log!("Schemathesis without a token: 401 everywhere (seed {seed})");
+        let without_token = tools_dir().join(format!("contract-schemathesis-{target}-401.log"));
+        let command = &mut self.command("st_unauthenticated", max_examples / 4 + 1);
+        self.run(command, &without_token)?;
+        Ok([with_token, without_token])
+    }
+
+    /// The command that repeats this run.
+    fn reproduce(&self) -> String {
+        let (target, seed) = (self.target.name(), self.seed);
+        format!(
+            "scripts/contract-test {target} --seed {seed} --max-examples {}",
+            self.max_examples
+        )
+    }
+
+    fn run(&self, command: &mut Command, log: &Path) -> Result {
+        run_logged(command, log).map_err(|error| {
+            let reproduce = self.reproduce();
+            format!("Schemathesis failed ({error}); reproduce with: {reproduce}").into()
+        })
+    }
+
+    /// `st run` with the hooks module `hooks` and at most `examples`
+    /// examples per operation.
+    fn command(&self, hooks: &str, examples: usize) -> Command {
         let mut command = Command::new("st");
-        let url = format!("http://127.0.0.1:{api_port}");
-        command.args(["run", "openapi.yaml", "--url", &url, "--checks", "all"]);
-        command.args(["--seed", &seed.to_string()]);
+        command.args(["run", "openapi.yaml", "--url", &self.url, "--checks", "all"]);
+        command.args(["--seed", &self.seed.to_string()]);
         command.args(["--max-examples", &examples.to_string()]);
         command.args(["--generation-database", "none", "--no-color"]);
         command.args(["--workers", "1", "--request-timeout", "15"]);
         command
             .env("SCHEMATHESIS_HOOKS", hooks)
             .env("PYTHONPATH", root().join("tests/contract"));
-        if target == Target::SamLocal {
+        if self.target == Target::SamLocal {
             // Each request through sam local takes about a second (SAM's
             // server, the emulator, qemu): the coverage phase's fixed set of
             // boundary cases, a few hundred requests, runs against the same
@@ -119,33 +179,12 @@ pub fn contract_test(target: Target, max_examples: usize, seed: Option<u64>) -> 
             command.args(["--phases", "examples,fuzzing"]);
         }
         command
-    };
-    let failed = |error| format!("Schemathesis failed ({error}); reproduce with: {reproduce}");
-
-    log!(
-        "Schemathesis with a token (--checks all, seed {seed}, at most {max_examples} examples per operation)"
-    );
-    log!("(to repeat this run: {reproduce})");
-    let with_token_log = tools_dir().join(format!("contract-schemathesis-{target_name}.log"));
-    let authorization = format!("Authorization: Bearer {token}");
-    let mut with_token = schemathesis("st_hooks", max_examples);
-    run_logged(with_token.args(["-H", &authorization]), &with_token_log).map_err(failed)?;
-    log!("Schemathesis without a token: 401 everywhere (seed {seed})");
-    let without_token_log =
-        tools_dir().join(format!("contract-schemathesis-{target_name}-401.log"));
-    let without_token = &mut schemathesis("st_unauthenticated", max_examples / 4 + 1);
-    run_logged(without_token, &without_token_log).map_err(failed)?;
-
-    log!("CloudWatch EMF: one metrics line per request in the function's output");
-    let generated = generated_requests(&[&with_token_log, &without_token_log])?;
-    check_metric_lines(&std::fs::read_to_string(&function_log)?, generated)?;
-
-    acceptance_on_local_stack(&format!("http://127.0.0.1:{api_port}"), &issuer)
+    }
 }
 
 /// How many test cases Schemathesis generated ("N generated" in its
 /// summaries): each sent at least one request.
-fn generated_requests(logs: &[&std::path::Path]) -> Result<usize> {
+fn generated_requests(logs: &[&Path]) -> Result<usize> {
     let mut generated = 0;
     for log in logs {
         let text = std::fs::read_to_string(log)?;

@@ -3,6 +3,7 @@
 //! task reads is an error.
 
 use std::collections::BTreeMap;
+use std::fmt::Display;
 use std::str::FromStr;
 
 use plant_store_local_support::Result;
@@ -36,19 +37,19 @@ impl Flags {
     }
 
     /// `--name VALUE` as a `T`, if given.
-    pub fn optional<T: FromStr>(&mut self, name: &str) -> Result<Option<T>> {
+    pub fn optional<T: FromStr<Err: Display>>(&mut self, name: &str) -> Result<Option<T>> {
         match self.named.remove(name) {
             None => Ok(None),
             Some(None) => Err(format!("--{name} needs a value").into()),
             Some(Some(value)) => value
                 .parse()
                 .map(Some)
-                .map_err(|_| format!("--{name}: {value:?} is not valid here").into()),
+                .map_err(|error| format!("--{name} {value:?}: {error}").into()),
         }
     }
 
     /// `--name VALUE` as a `T`, else `default`.
-    pub fn value<T: FromStr>(&mut self, name: &str, default: T) -> Result<T> {
+    pub fn value<T: FromStr<Err: Display>>(&mut self, name: &str, default: T) -> Result<T> {
         Ok(self.optional(name)?.unwrap_or(default))
     }
 

@@ -60,6 +60,18 @@ pub enum Build {
     Dev,
 }
 
+impl std::str::FromStr for Build {
+    type Err = String;
+
+    fn from_str(build: &str) -> Result<Self, String> {
+        match build {
+            "release" => Ok(Self::Release),
+            "dev" => Ok(Self::Dev),
+            _ => Err("a build is release or dev".to_owned()),
+        }
+    }
+}
+
 /// How the build and the runs share the machine.
 #[derive(Clone, Copy)]
 pub enum Priority {

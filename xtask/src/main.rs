@@ -16,6 +16,7 @@ mod tidy;
 use std::process::ExitCode;
 
 use flags::Flags;
+use fuzz::Build;
 use plant_store_local_support::process::{Scope, stop_on_signals};
 use plant_store_local_support::{Result, log, root, tools};
 
@@ -66,17 +67,8 @@ fn task(mut flags: Flags) -> Result {
         return Ok(());
     }
     match task.as_str() {
-        "dev" | "sam-local" => {
-            let default_port = if task == "dev" { 9000 } else { 3000 };
-            let api_port = flags.value("api-port", default_port)?;
-            let dynamodb_port = flags.value("dynamodb-port", 8000)?;
-            flags.finish()?;
-            if task == "dev" {
-                local_stack::dev(api_port, dynamodb_port)
-            } else {
-                local_stack::sam_local(api_port, dynamodb_port)
-            }
-        }
+        "dev" => local_stack(flags, 9000, local_stack::dev),
+        "sam-local" => local_stack(flags, 3000, local_stack::sam_local),
         "token" => {
             let owner = flags.positional().ok_or("token OWNER")?;
             flags.finish()?;
@@ -97,33 +89,40 @@ fn task(mut flags: Flags) -> Result {
             bench::bench(&settings)
         }
         "fuzz" => {
-            let seconds = flags.value("seconds", 30)?;
-            let build = match flags.value("build", "release".to_owned())?.as_str() {
-                "release" => fuzz::Build::Release,
-                "dev" => fuzz::Build::Dev,
-                other => return Err(format!("--build is release or dev, not {other}").into()),
-            };
+            let (seconds, build) = (
+                flags.value("seconds", 30)?,
+                flags.value("build", Build::Release)?,
+            );
             flags.finish()?;
             fuzz::fuzz(seconds, build)
         }
         "contract-test" => {
             let target = contract::Target::parse(flags.positional().as_deref())?;
-            let max_examples = flags.value("max-examples", 100)?;
-            let seed = flags.optional("seed")?;
+            let (max_examples, seed) = (flags.value("max-examples", 100)?, flags.optional("seed")?);
             flags.finish()?;
             contract::contract_test(target, max_examples, seed)
         }
-        "acceptance" => {
-            let url = flags.positional().ok_or("acceptance URL")?;
-            let mut options = Vec::new();
-            for name in ["user-pool-id", "client-id"] {
-                if let Some(value) = flags.optional::<String>(name)? {
-                    options.extend([format!("--{name}"), value]);
-                }
-            }
-            flags.finish()?;
-            acceptance::acceptance(&url, &options)
-        }
+        "acceptance" => acceptance(flags),
         _ => Err(format!("unknown task {task}\n{USAGE}").into()),
     }
+}
+
+/// `dev` or `sam-local`: `start` on the ports the flags give.
+fn local_stack(mut flags: Flags, default_api_port: u16, start: fn(u16, u16) -> Result) -> Result {
+    let api_port = flags.value("api-port", default_api_port)?;
+    let dynamodb_port = flags.value("dynamodb-port", 8000)?;
+    flags.finish()?;
+    start(api_port, dynamodb_port)
+}
+
+fn acceptance(mut flags: Flags) -> Result {
+    let url = flags.positional().ok_or("acceptance URL")?;
+    let mut options = Vec::new();
+    for name in ["user-pool-id", "client-id"] {
+        if let Some(value) = flags.optional::<String>(name)? {
+            options.extend([format!("--{name}"), value]);
+        }
+    }
+    flags.finish()?;
+    acceptance::acceptance(&url, &options)
 }

@@ -4,7 +4,8 @@
 
 use std::collections::BTreeMap;
 use std::path::Path;
-use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
 
 use plant_store_local_support::Result;
@@ -45,13 +46,11 @@ async fn invoke_ok(process: &LambdaProcess, name: &str, event: &str) -> Result<D
     Ok(invoked.duration)
 }
 
-/// Plant ids unique to this run (from the clock).
-fn plant_ids() -> impl FnMut() -> u64 {
-    let mut next = std::time::UNIX_EPOCH.elapsed().unwrap().as_micros() as u64;
-    move || {
-        next += 1;
-        next
-    }
+/// A plant id unique to this run (counted on from the clock at the first).
+fn next_plant_id() -> u64 {
+    static NEXT: OnceLock<AtomicU64> = OnceLock::new();
+    let first = || AtomicU64::new(std::time::UNIX_EPOCH.elapsed().unwrap().as_micros() as u64);
+    NEXT.get_or_init(first).fetch_add(1, Ordering::Relaxed) + 1
 }
 
 fn ms(duration: Duration) -> f64 {
@@ -70,6 +69,28 @@ struct ColdSamples {
     post_units: Vec<(f64, f64)>,
 }
 
+impl ColdSamples {
+    /// The figures of `function`, whose warm environment is `warm`.
+    fn figures(self, function: &Measured, warm: &LambdaProcess) -> Result<Value> {
+        let mean = |units: Vec<f64>| units.iter().sum::<f64>() / units.len().max(1) as f64;
+        let post_write_units = mean(self.post_units.iter().map(|units| units.0).collect());
+        let get_read_units = mean(self.get_units.iter().map(|units| units.1).collect());
+        Ok(json!({
+            "init_ms": median(self.init),
+            "first_invocation_ms": median(self.first),
+            "cold_total_ms": median(self.total),
+            "warm_get_p50_ms": percentile(self.get.clone(), 0.50),
+            "warm_get_p99_ms": percentile(self.get, 0.99),
+            "warm_post_p50_ms": percentile(self.post.clone(), 0.50),
+            "warm_post_p99_ms": percentile(self.post, 0.99),
+            "write_units_per_create": post_write_units,
+            "read_units_per_get": get_read_units,
+            "peak_rss_mib": warm.peak_rss_kib() as f64 / 1024.0,
+            "binary_bytes": function.binary.metadata()?.len(),
+        }))
+    }
+}
+
 pub async fn cold_start(
     setup: &Setup,
     settings: &Settings,
@@ -80,78 +101,24 @@ pub async fn cold_start(
     for function in &setup.functions {
         warm.push(LambdaProcess::start(&command_of(&function.binary), &function.env).await);
     }
-    let mut samples: Vec<ColdSamples> = setup
-        .functions
-        .iter()
-        .map(|_| ColdSamples::default())
-        .collect();
-    let mut next_id = plant_ids();
-    let mut warm_round = async |samples: &mut Vec<ColdSamples>, record: bool| -> Result {
-        for (index, function) in setup.functions.iter().enumerate() {
-            let name = &function.name;
-            // A new plant for each function: every POST is an accepted
-            // create (the same id again would be a retry, another path).
-            let post = post_event(&setup.post_template, next_id());
-            let before_get = setup.recorder.call_count();
-            let get = invoke_ok(&warm[index], name, &setup.get_event).await?;
-            let before_post = setup.recorder.call_count();
-            let posted = invoke_ok(&warm[index], name, &post).await?;
-            if record {
-                let calls = setup.recorder.calls_since(before_get);
-                let (get_calls, post_calls) = calls.split_at(before_post - before_get);
-                samples[index].get.push(ms(get));
-                samples[index].post.push(ms(posted));
-                samples[index].get_units.push(billed(get_calls));
-                samples[index].post_units.push(billed(post_calls));
-            }
-        }
-        Ok(())
-    };
+    let mut samples: Vec<ColdSamples> =
+        setup.functions.iter().map(|_| Default::default()).collect();
     for _ in 0..settings.prime {
-        warm_round(&mut samples, false).await?;
+        warm_round(setup, &warm, None).await?;
     }
     // Each round: one cold start of every function (in a rotating order),
     // then a share of the warm requests, so that cold and warm figures meet
     // the same machine and the same store.
     let per_round = settings.warm.div_ceil(settings.rounds);
-    let count = setup.functions.len();
     for round in 0..settings.rounds {
-        for index in (0..count).map(|offset| (round + offset) % count) {
-            let function = &setup.functions[index];
-            let process = LambdaProcess::start(&command_of(&function.binary), &function.env).await;
-            let first = invoke_ok(&process, &function.name, &setup.get_event).await?;
-            let cold = &mut samples[index];
-            cold.init.push(ms(process.init_duration()));
-            cold.first.push(ms(first));
-            cold.total.push(ms(process.init_duration() + first));
-        }
+        cold_round(setup, round, &mut samples).await?;
         for _ in 0..per_round {
-            warm_round(&mut samples, true).await?;
+            warm_round(setup, &warm, Some(&mut samples)).await?;
         }
     }
-
     let mut functions = serde_json::Map::new();
-    for (index, function) in setup.functions.iter().enumerate() {
-        let cold = std::mem::take(&mut samples[index]);
-        let mean = |units: Vec<f64>| units.iter().sum::<f64>() / units.len().max(1) as f64;
-        let post_write_units = mean(cold.post_units.iter().map(|units| units.0).collect());
-        let get_read_units = mean(cold.get_units.iter().map(|units| units.1).collect());
-        functions.insert(
-            function.name.clone(),
-            json!({
-                "init_ms": median(cold.init),
-                "first_invocation_ms": median(cold.first),
-                "cold_total_ms": median(cold.total),
-                "warm_get_p50_ms": percentile(cold.get.clone(), 0.50),
-                "warm_get_p99_ms": percentile(cold.get, 0.99),
-                "warm_post_p50_ms": percentile(cold.post.clone(), 0.50),
-                "warm_post_p99_ms": percentile(cold.post, 0.99),
-                "write_units_per_create": post_write_units,
-                "read_units_per_get": get_read_units,
-                "peak_rss_mib": warm[index].peak_rss_kib() as f64 / 1024.0,
-                "binary_bytes": function.binary.metadata()?.len(),
-            }),
-        );
+    for ((function, cold), warm) in setup.functions.iter().zip(samples).zip(&warm) {
+        functions.insert(function.name.clone(), cold.figures(function, warm)?);
     }
     let mut figures = json!({
         "rounds": settings.rounds,
@@ -161,21 +128,63 @@ pub async fn cold_start(
         "xray_documents": setup.xray.documents().len(),
     });
     figures.as_object_mut().unwrap().extend(extra);
-    write_results(
-        &setup.results_dir,
-        "cold_start",
-        &render_cold(&figures),
-        &figures,
-    )
+    let report = render_cold(&figures);
+    write_results(&setup.results_dir, "cold_start", &report, &figures)
 }
 
-/// `creates` creates, 16 in flight in one process of the function with the
-/// bound (the deployed default), by one owner and then by 16 owners
-/// between them: refusals and throughput; then whether each owner's plants
-/// and count are exact (the listing, and `plant-store-admin recount` finding
-/// nothing to set).
+/// One cold start of every function, in an order that rotates with `round`.
+async fn cold_round(setup: &Setup, round: usize, samples: &mut [ColdSamples]) -> Result {
+    let count = setup.functions.len();
+    for index in (0..count).map(|offset| (round + offset) % count) {
+        let function = &setup.functions[index];
+        let process = LambdaProcess::start(&command_of(&function.binary), &function.env).await;
+        let first = invoke_ok(&process, &function.name, &setup.get_event).await?;
+        let cold = &mut samples[index];
+        cold.init.push(ms(process.init_duration()));
+        cold.first.push(ms(first));
+        cold.total.push(ms(process.init_duration() + first));
+    }
+    Ok(())
+}
+
+/// A warm GET and POST to every function's warm environment, recorded in
+/// `samples` if given.
+async fn warm_round(
+    setup: &Setup,
+    warm: &[LambdaProcess],
+    mut samples: Option<&mut Vec<ColdSamples>>,
+) -> Result {
+    for (index, function) in setup.functions.iter().enumerate() {
+        let name = &function.name;
+        // A new plant for each function: every POST is an accepted create
+        // (the same id again would be a retry, another path).
+        let post = post_event(&setup.post_template, next_plant_id());
+        let before_get = setup.recorder.call_count();
+        let get = invoke_ok(&warm[index], name, &setup.get_event).await?;
+        let before_post = setup.recorder.call_count();
+        let posted = invoke_ok(&warm[index], name, &post).await?;
+        if let Some(samples) = samples.as_deref_mut() {
+            let calls = setup.recorder.calls_since(before_get);
+            let (get_calls, post_calls) = calls.split_at(before_post - before_get);
+            let cold = &mut samples[index];
+            cold.get.push(ms(get));
+            cold.post.push(ms(posted));
+            cold.get_units.push(billed(get_calls));
+            cold.post_units.push(billed(post_calls));
+        }
+    }
+    Ok(())
+}
+
+/// Creates in flight at once in the burst.
+const IN_FLIGHT: usize = 16;
+
+/// `settings.burst` creates, 16 in flight in one process of the function
+/// with the bound (the deployed default), by one owner and then by 16
+/// owners between them: refusals and throughput; then whether each owner's
+/// plants and count are exact (the listing, and `plant-store-admin recount`
+/// finding nothing to set).
 pub async fn burst(setup: &Setup, settings: &Settings) -> Result {
-    const IN_FLIGHT: usize = 16;
     let function = setup
         .functions
         .iter()
@@ -184,76 +193,91 @@ pub async fn burst(setup: &Setup, settings: &Settings) -> Result {
     let mut env = function.env.clone();
     env.remove("MAX_PLANTS_PER_OWNER")
         .set("AWS_LAMBDA_MAX_CONCURRENCY", &IN_FLIGHT.to_string());
-    let mut next_id = plant_ids();
-    let run = std::process::id();
     let mut shapes = serde_json::Map::new();
+    let mut report = Vec::new();
     for owners in [1, IN_FLIGHT] {
-        let names: Vec<String> = (0..owners)
-            .map(|n| format!("burst-{run}-{owners}-{n}"))
-            .collect();
-        let tokens: Vec<String> = names
-            .iter()
-            .map(|name| setup.issuer.token(name, 3600))
-            .collect();
-        let process = Arc::new(LambdaProcess::start(&command_of(&function.binary), &env).await);
-        let started = Instant::now();
-        let mut answers = tokio::task::JoinSet::new();
-        let mut statuses = Vec::new();
-        for create in 0..settings.burst {
-            let owner = create % owners;
-            let mut event: Value = setup.post_template.clone();
-            event["headers"]["authorization"] = format!("Bearer {}", tokens[owner]).into();
-            let event = post_event(&event, next_id());
-            if answers.len() == IN_FLIGHT {
-                statuses.push(answers.join_next().await.ok_or("a create")??);
-            }
-            let process = process.clone();
-            answers.spawn(async move {
-                let invoked = process.invoke(&event).await;
-                let status = invoked.response["statusCode"].as_u64().unwrap_or_default();
-                (owner, status)
-            });
-        }
-        while let Some(status) = answers.join_next().await {
-            statuses.push(status?);
-        }
-        let elapsed = started.elapsed().as_secs_f64();
-        let refused = statuses.iter().filter(|(_, status)| *status != 200).count();
-        let mut exact = true;
-        for (owner, (name, token)) in names.iter().zip(&tokens).enumerate() {
-            let mut list: Value = serde_json::from_str(&setup.get_event)?;
-            list["rawQueryString"] = "limit=1000".into();
-            list["headers"]["authorization"] = format!("Bearer {token}").into();
-            let listed = process.invoke(&list.to_string()).await;
-            let body: Value =
-                serde_json::from_str(listed.response["body"].as_str().unwrap_or("[]"))?;
-            let created = statuses
-                .iter()
-                .filter(|(by, status)| *by == owner && *status == 200);
-            exact &= body.as_array().map_or(0, Vec::len) == created.count();
-            let recount = ["recount", "--table", TABLE, "--owner", name];
-            exact &=
-                output(setup.stack.admin()?.args(recount))?.contains("1 counts right, 0 would set");
-        }
-        shapes.insert(
-            format!("owners_{owners}"),
-            json!({
-                "creates": statuses.len(),
-                "refused": refused,
-                "creates_per_second": statuses.len() as f64 / elapsed,
-                "plants_and_counts_exact": exact,
-            }),
-        );
-    }
-    let report = [1, IN_FLIGHT].map(|owners| {
-        let shape = &shapes[&format!("owners_{owners}")];
-        let (creates, refused, exact) = (&shape["creates"], &shape["refused"], &shape["plants_and_counts_exact"]);
+        let process = LambdaProcess::start(&command_of(&function.binary), &env).await;
+        let shape = burst_shape(setup, process, owners, settings.burst).await?;
+        let (creates, refused) = (&shape["creates"], &shape["refused"]);
+        let exact = &shape["plants_and_counts_exact"];
         let per_second = shape["creates_per_second"].as_f64().unwrap_or_default();
-        format!("burst, {owners:>2} owner(s): {creates} creates, {refused} refused, {per_second:.0} creates/s, plants and counts exact: {exact}")
-    });
+        report.push(format!("burst, {owners:>2} owner(s): {creates} creates, {refused} refused, {per_second:.0} creates/s, plants and counts exact: {exact}"));
+        shapes.insert(format!("owners_{owners}"), shape);
+    }
     let figures = json!({"in_flight": IN_FLIGHT, "shapes": shapes});
-    let report = report.join("\n");
-    write_results(&setup.results_dir, "burst", &report, &figures)
+    write_results(&setup.results_dir, "burst", &report.join("\n"), &figures)
+}
+
+/// `creates` creates by `owners` owners in turn, through `process`.
+async fn burst_shape(
+    setup: &Setup,
+    process: LambdaProcess,
+    owners: usize,
+    creates: usize,
+) -> Result<Value> {
+    let run = std::process::id();
+    let names: Vec<String> = (0..owners)
+        .map(|n| format!("burst-{run}-{owners}-{n}"))
+        .collect();
+    let tokens: Vec<String> = (names.iter())
+        .map(|name| setup.issuer.token(name, 3600))
+        .collect();
+    let process = Arc::new(process);
+    let started = Instant::now();
+    let mut answers = tokio::task::JoinSet::new();
+    let mut statuses = Vec::new();
+    for create in 0..creates {
+        let owner = create % owners;
+        let mut event: Value = setup.post_template.clone();
+        event["headers"]["authorization"] = format!("Bearer {}", tokens[owner]).into();
+        let event = post_event(&event, next_plant_id());
+        if answers.len() == IN_FLIGHT {
+            statuses.push(answers.join_next().await.ok_or("a create")??);
+        }
+        let process = process.clone();
+        answers.spawn(async move {
+            let invoked = process.invoke(&event).await;
+            let status = invoked.response["statusCode"].as_u64().unwrap_or_default();
+            (owner, status)
+        });
+    }
+    while let Some(status) = answers.join_next().await {
+        statuses.push(status?);
+    }
+    let elapsed = started.elapsed().as_secs_f64();
+    let mut exact = true;
+    for (owner, (name, token)) in names.iter().zip(&tokens).enumerate() {
+        let created = (statuses.iter())
+            .filter(|(by, status)| *by == owner && *status == 200)
+            .count();
+        exact &= owner_exact(setup, &process, name, token, created).await?;
+    }
+    Ok(json!({
+        "creates": statuses.len(),
+        "refused": statuses.iter().filter(|(_, status)| *status != 200).count(),
+        "creates_per_second": statuses.len() as f64 / elapsed,
+        "plants_and_counts_exact": exact,
+    }))
+}
+
+/// Whether the owner `name` (holding `token`) has the `created` plants, by
+/// the listing, and a count that `plant-store-admin recount` finds right.
+async fn owner_exact(
+    setup: &Setup,
+    process: &LambdaProcess,
+    name: &str,
+    token: &str,
+    created: usize,
+) -> Result<bool> {
+    let mut list: Value = serde_json::from_str(&setup.get_event)?;
+    list["rawQueryString"] = "limit=1000".into();
+    list["headers"]["authorization"] = format!("Bearer {token}").into();
+    let listed = process.invoke(&list.to_string()).await;
+    let body: Value = serde_json::from_str(listed.response["body"].as_str().unwrap_or("[]"))?;
+    let recount = ["recount", "--table", TABLE, "--owner", name];
+    let recounted = output(setup.stack.admin()?.args(recount))?;
+    Ok(body.as_array().map_or(0, Vec::len) == created
+        && recounted.contains("1 counts right, 0 would set"))
 }
 
 /// CPU seconds (user + system) a process has used, from /proc.
@@ -372,7 +396,6 @@ pub async fn throughput(setup: &Setup, settings: &Settings) -> Result {
         .iter()
         .filter(|function| measured.contains(&function.name.as_str()))
         .collect();
-    let mut next_id = plant_ids();
     let count = settings.batch + BATCH_PRIME;
     // Reads and writes apart: DynamoDB Local serialises writes.
     let mut samples: BTreeMap<(&str, &str, usize), Vec<Value>> = BTreeMap::new();
@@ -387,7 +410,7 @@ pub async fn throughput(setup: &Setup, settings: &Settings) -> Result {
                     let events = match workload {
                         "GET" => vec![setup.get_event.clone(); count],
                         _ => (0..count)
-                            .map(|_| post_event(&setup.post_template, next_id()))
+                            .map(|_| post_event(&setup.post_template, next_plant_id()))
                             .collect(),
                     };
                     let figure = batch(&function.binary, &function.env, level, events).await?;
@@ -401,40 +424,40 @@ pub async fn throughput(setup: &Setup, settings: &Settings) -> Result {
     }
     let mut workloads = json!({});
     for ((workload, name, level), runs) in &samples {
-        let all = |pointer: &str| -> Vec<f64> {
-            runs.iter()
-                .map(|run| run.pointer(pointer).unwrap().as_f64().unwrap())
-                .collect()
-        };
-        let median_of = |key: &str| median(all(&format!("/{key}")));
-        let max_of = |key: &str| all(&format!("/{key}")).into_iter().fold(0.0, f64::max);
-        let processes = runs[0]["cores_used"].as_object().unwrap().keys();
-        let cores: serde_json::Map<String, Value> = processes
-            .map(|process| {
-                (
-                    process.clone(),
-                    median(all(&format!("/cores_used/{process}"))).into(),
-                )
-            })
-            .collect();
-        workloads[*workload][*name][format!("concurrency_{level}")] = json!({
-            "requests_per_second": median_of("requests_per_second"),
-            "cpu_ms_per_request": median_of("cpu_ms_per_request"),
-            "machine_busy_percent": median_of("machine_busy_percent"),
-            "max_in_flight": max_of("max_in_flight"),
-            "peak_rss_mib": max_of("peak_rss_mib"),
-            "cores_used": cores,
-        });
+        workloads[*workload][*name][format!("concurrency_{level}")] = over_rounds(runs);
     }
     let figures = json!({
         "requests_per_batch": settings.batch,
         "rounds": settings.batches,
         "workloads": workloads,
     });
-    write_results(
-        &setup.results_dir,
-        "throughput",
-        &render_throughput(&figures),
-        &figures,
-    )
+    let report = render_throughput(&figures);
+    write_results(&setup.results_dir, "throughput", &report, &figures)
+}
+
+/// One batch's figures over the rounds: medians, and the most for the
+/// requests in flight and the memory.
+fn over_rounds(runs: &[Value]) -> Value {
+    let all = |pointer: &str| -> Vec<f64> {
+        runs.iter()
+            .map(|run| run.pointer(pointer).unwrap().as_f64().unwrap())
+            .collect()
+    };
+    let median_of = |key: &str| median(all(&format!("/{key}")));
+    let max_of = |key: &str| all(&format!("/{key}")).into_iter().fold(0.0, f64::max);
+    let processes = runs[0]["cores_used"].as_object().unwrap().keys();
+    let cores: serde_json::Map<String, Value> = processes
+        .map(|process| {
+            let used = median(all(&format!("/cores_used/{process}")));
+            (process.clone(), used.into())
+        })
+        .collect();
+    json!({
+        "requests_per_second": median_of("requests_per_second"),
+        "cpu_ms_per_request": median_of("cpu_ms_per_request"),
+        "machine_busy_percent": median_of("machine_busy_percent"),
+        "max_in_flight": max_of("max_in_flight"),
+        "peak_rss_mib": max_of("peak_rss_mib"),
+        "cores_used": cores,
+    })
 }

@@ -119,72 +119,20 @@ pub struct Setup {
     issuer: Issuer,
     /// How DynamoDB Local is reached (for the recount after the burst).
     stack: Stack,
+    /// Kept running while the functions use them: DynamoDB's and the key
+    /// set's TLS fronts, and the key server.
+    _running: (TlsFront, TlsFront, KeyServer),
 }
 
 /// The benchmarks, as `settings` say.
 pub fn bench(settings: &Settings) -> Result {
     let _scope = Scope::new();
-    let results_dir = root().join("target/bench-results");
-    std::fs::create_dir_all(&results_dir)?;
     build(settings)?;
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()?;
-    let stack = Stack::start(free_port(), None)?;
-    stack.create_table(TABLE)?;
-    // DynamoDB Local behind the recording proxy, behind TLS, as AWS's
-    // endpoint is reached.
-    let dynamodb = stack.env.get("AWS_ENDPOINT_URL_DYNAMODB");
-    let recorder = runtime.block_on(FaultProxy::start(dynamodb, &[], Fault::PassThrough));
-    let tls_dir = tools_dir().join("bench/tls");
-    let dynamodb_front = TlsFront::start(port_of(&recorder.url)?, &tls_dir)?;
-    // The issuer's key set as Cognito serves it: over HTTPS, with a
-    // certificate from the same local CA, in front of a key server.
-    let issuer = Issuer::generate(&[Algorithm::EdDSA]);
-    let key_server = runtime.block_on(KeyServer::start(issuer.jwks()));
-    let key_front = TlsFront::start(key_server.port(), &tls_dir)?;
-    let xray = runtime.block_on(XRayDaemon::start());
-
-    let mut extra = serde_json::Map::new();
-    if settings.sam_build && !settings.smoke {
-        let artifact = sam_build()?;
-        extra.insert(
-            "arm64_bootstrap_bytes".into(),
-            artifact.bootstrap.metadata()?.len().into(),
-        );
-        extra.insert(
-            "arm64_zip_bytes".into(),
-            artifact.zip.metadata()?.len().into(),
-        );
-    }
-    let token = issuer.token("bench-user", 3600);
-    let event = |name: &str| -> Result<String> {
-        let text = std::fs::read_to_string(root().join("events/http-api").join(name))?;
-        Ok(text.replace("{{token}}", &token))
-    };
-    let mut base = Env::function(
-        &format!("https://{}", dynamodb_front.address),
-        TABLE,
-        &issuer,
-    );
-    base.set("AWS_XRAY_DAEMON_ADDRESS", &xray.address)
-        .set("AWS_SESSION_TOKEN", "local")
-        // The runs store more plants for their one owner than the default
-        // bound; the bound's writes are measured all the same (`unbounded`
-        // sets 0).
-        .set("MAX_PLANTS_PER_OWNER", "1000000");
-    let jwks_url = format!("https://{}/.well-known/jwks.json", key_front.address);
-    let setup = Setup {
-        functions: functions(settings, &base, &jwks_url, &dynamodb_front),
-        get_event: event("list-plants.json")?,
-        post_template: serde_json::from_str(&event("create-plant.json")?)?,
-        results_dir: results_dir.clone(),
-        recorder,
-        xray,
-        issuer,
-        stack,
-    };
-
+    let setup = Setup::start(settings, &runtime)?;
+    let extra = artifact_sizes(settings)?;
     let (rounds, warm, batches, batch) = (
         settings.rounds,
         settings.warm,
@@ -195,10 +143,8 @@ pub fn bench(settings: &Settings) -> Result {
     runtime.block_on(drive::cold_start(&setup, settings, extra))?;
     log!("throughput: {batches} rounds of {batch} requests at once, at concurrency 1 and 8");
     runtime.block_on(drive::throughput(&setup, settings))?;
-    log!(
-        "burst: {} creates by one owner and by 16, 16 in flight",
-        settings.burst
-    );
+    let creates = settings.burst;
+    log!("burst: {creates} creates by one owner and by 16, 16 in flight");
     runtime.block_on(drive::burst(&setup, settings))?;
 
     if !settings.smoke {
@@ -206,11 +152,73 @@ pub fn bench(settings: &Settings) -> Result {
             run(Command::new("cargo").args(["bench", "--locked", "--bench", bench]))?;
         }
     }
-    let missed = report::missed_targets(&results_dir)?;
+    let missed = report::missed_targets(&setup.results_dir)?;
     if settings.strict && !missed.is_empty() {
         return Err(format!("targets missed (--strict):\n{}", missed.join("\n")).into());
     }
     Ok(())
+}
+
+impl Setup {
+    /// DynamoDB Local with the benchmark's table behind the recording proxy
+    /// and a TLS front, as AWS's endpoint is reached; the issuer's key set
+    /// as Cognito serves it (over HTTPS, with a certificate from the same
+    /// local CA, in front of a key server); the X-Ray daemon; and every
+    /// function measured, configured for them.
+    fn start(settings: &Settings, runtime: &tokio::runtime::Runtime) -> Result<Self> {
+        let results_dir = root().join("target/bench-results");
+        std::fs::create_dir_all(&results_dir)?;
+        let stack = Stack::start(free_port(), None)?;
+        stack.create_table(TABLE)?;
+        let dynamodb = stack.env.get("AWS_ENDPOINT_URL_DYNAMODB");
+        let recorder = runtime.block_on(FaultProxy::start(dynamodb, &[], Fault::PassThrough));
+        let tls_dir = tools_dir().join("bench/tls");
+        let dynamodb_front = TlsFront::start(port_of(&recorder.url)?, &tls_dir)?;
+        let issuer = Issuer::generate(&[Algorithm::EdDSA]);
+        let key_server = runtime.block_on(KeyServer::start(issuer.jwks()));
+        let key_front = TlsFront::start(key_server.port(), &tls_dir)?;
+        let xray = runtime.block_on(XRayDaemon::start());
+        let token = issuer.token("bench-user", 3600);
+        let event = |name: &str| -> Result<String> {
+            let text = std::fs::read_to_string(root().join("events/http-api").join(name))?;
+            Ok(text.replace("{{token}}", &token))
+        };
+        let dynamodb_url = format!("https://{}", dynamodb_front.address);
+        let mut base = Env::function(&dynamodb_url, TABLE, &issuer);
+        base.set("AWS_XRAY_DAEMON_ADDRESS", &xray.address)
+            .set("AWS_SESSION_TOKEN", "local")
+            // The runs store more plants for their one owner than the
+            // default bound; the bound's writes are measured all the same
+            // (`unbounded` sets 0).
+            .set("MAX_PLANTS_PER_OWNER", "1000000");
+        let jwks_url = format!("https://{}/.well-known/jwks.json", key_front.address);
+        Ok(Self {
+            functions: functions(settings, &base, &jwks_url, &dynamodb_front),
+            get_event: event("list-plants.json")?,
+            post_template: serde_json::from_str(&event("create-plant.json")?)?,
+            results_dir,
+            recorder,
+            xray,
+            issuer,
+            stack,
+            _running: (dynamodb_front, key_front, key_server),
+        })
+    }
+}
+
+/// The sizes of what `sam build` makes, unless the settings skip it.
+fn artifact_sizes(settings: &Settings) -> Result<serde_json::Map<String, Value>> {
+    let mut sizes = serde_json::Map::new();
+    if settings.sam_build && !settings.smoke {
+        let artifact = sam_build()?;
+        let bootstrap = artifact.bootstrap.metadata()?.len();
+        sizes.insert("arm64_bootstrap_bytes".into(), bootstrap.into());
+        sizes.insert(
+            "arm64_zip_bytes".into(),
+            artifact.zip.metadata()?.len().into(),
+        );
+    }
+    Ok(sizes)
 }
 
 /// The benchmark's table on its DynamoDB Local.

@@ -1,7 +1,6 @@
 //! The reports: each benchmark's table, printed and written with its
 //! figures to target/bench-results/, and the targets it is held to.
 
-use std::collections::BTreeMap;
 use std::path::Path;
 
 use plant_store_local_support::Result;
@@ -59,23 +58,7 @@ pub fn write_results(dir: &Path, name: &str, report: &str, figures: &Value) -> R
 }
 
 pub fn render_cold(figures: &Value) -> String {
-    let functions = figures["functions"].as_object().unwrap();
-    let figure = |name: &str, key: &str| functions[name][key].as_f64().unwrap();
-    #[rustfmt::skip]
-    let rows = [
-        ("init (process start to first /next)", "init_ms", "ms"),
-        ("first invocation after a cold start", "first_invocation_ms", "ms"),
-        ("cold total (init + first invocation)", "cold_total_ms", "ms"),
-        ("warm GET p50", "warm_get_p50_ms", "ms"),
-        ("warm GET p99", "warm_get_p99_ms", "ms"),
-        ("warm POST p50", "warm_post_p50_ms", "ms"),
-        ("warm POST p99", "warm_post_p99_ms", "ms"),
-        ("write units per create (billed)", "write_units_per_create", "WCU"),
-        ("read units per GET (billed)", "read_units_per_get", "RCU"),
-        ("peak RSS after the warm requests", "peak_rss_mib", "MiB"),
-        ("binary size", "binary_bytes", "MB"),
-    ];
-    let names: String = functions.keys().map(|name| format!("{name:>15}")).collect();
+    let cold = Cold(figures["functions"].as_object().unwrap());
     let mut lines = vec![
         format!(
             "cold_start: {} cold starts and {} warm GET + POST per function, interleaved; medians unless a percentile is named",
@@ -87,93 +70,139 @@ pub fn render_cold(figures: &Value) -> String {
          minimal: the floor (one conditional PutItem per create, one Query per listing)"
             .into(),
         String::new(),
-        format!("{:<42}{names}{:>12}{:>12}", "figure", "cog/minimal", "fn/minimal"),
     ];
-    let floor = |key: &str| figure("minimal", key).max(f64::MIN_POSITIVE);
-    for (label, key, unit) in rows {
-        let scale = if unit == "MB" { 1e-6 } else { 1.0 };
-        let cells: String = functions
-            .keys()
-            .map(|name| format!("{:>15.2}", figure(name, key) * scale))
-            .collect();
-        lines.push(format!(
-            "{:<42}{cells} {:>11.2}x{:>11.2}x",
-            format!("{label} ({unit})"),
-            figure("cognito", key) / floor(key),
-            figure("function", key) / floor(key)
-        ));
-    }
-    let target = |label: &str, value: f64, limit: f64, unit: &str| {
-        let verdict = if value <= limit { "ok" } else { "MISSED" };
-        format!("{label:<62}{value:>8.2}{unit}  (target <= {limit}{unit})  {verdict}")
-    };
-    let ratio = |name: &str, key: &str| figure(name, key) / figure("minimal", key);
-    let first = |name: &str| figure(name, "first_invocation_ms") / figure(name, "warm_get_p50_ms");
-    #[rustfmt::skip]
-    let targets = [
-        ("cold total: cognito / minimal (the DynamoDB floor)", ratio("cognito", "cold_total_ms"), limits::COLD_TOTAL, "x"),
-        ("first invocation / warm GET p50 (cognito)", first("cognito"), limits::FIRST_INVOCATION, "x"),
-        ("first invocation / warm GET p50 (function)", first("function"), limits::FIRST_INVOCATION, "x"),
-        ("warm GET p50: cognito / minimal", ratio("cognito", "warm_get_p50_ms"), limits::WARM_GET_P50, "x"),
-        ("warm GET p99: cognito / minimal", ratio("cognito", "warm_get_p99_ms"), limits::WARM_GET_P99, "x"),
-        ("warm POST p50: function / minimal", ratio("function", "warm_post_p50_ms"), limits::WARM_POST_P50_BOUNDED, "x"),
-        ("warm POST p50: unbounded / minimal", ratio("unbounded", "warm_post_p50_ms"), limits::WARM_POST_P50_UNBOUNDED, "x"),
-        ("write units per accepted create (function)", figure("function", "write_units_per_create"), limits::WRITE_UNITS_BOUNDED, " WCU"),
-        ("write units per accepted create (unbounded)", figure("unbounded", "write_units_per_create"), limits::WRITE_UNITS_UNBOUNDED, " WCU"),
-        ("peak RSS (cognito)", figure("cognito", "peak_rss_mib"), limits::PEAK_RSS_MIB, " MiB"),
-        ("stripped x86_64 binary (function)", figure("function", "binary_bytes") / 1e6, limits::BINARY_MB, " MB"),
-    ];
+    lines.extend(cold.table());
     lines.push(String::new());
     lines.push("targets (ratios within this run):".into());
-    for (label, value, limit, unit) in targets {
-        lines.push(target(label, value, limit, unit));
-    }
-    if functions.contains_key("before-cognito") {
-        lines.push(String::new());
-        lines.push("against the build compared (--compare), same configuration:".into());
-        let compared = [
-            ("cold total", "cold_total_ms"),
-            ("init", "init_ms"),
-            ("peak RSS", "peak_rss_mib"),
-        ];
-        for (label, key) in compared {
-            let ratio = figure("cognito", key) / figure("before-cognito", key);
-            lines.push(format!(
-                "{:<62}{ratio:>8.2}x",
-                format!("{label}, cognito: now / before")
-            ));
-        }
+    lines.extend(cold.targets());
+    if cold.0.contains_key("before-cognito") {
+        lines.extend(cold.compared());
     }
     let documents = &figures["xray_documents"];
-    lines.push(format!(
-        "{:<62}{documents:>8}",
-        "X-Ray documents received, all well-formed"
-    ));
+    let received = "X-Ray documents received, all well-formed";
+    lines.push(format!("{received:<62}{documents:>8}"));
     if let Some(bytes) = figures["arm64_bootstrap_bytes"].as_f64() {
         let (label, limit) = ("arm64 bootstrap from sam build", limits::ARM64_BOOTSTRAP_MB);
-        lines.push(target(label, bytes / 1e6, limit, " MB"));
+        lines.push(at_most(label, bytes / 1e6, limit, " MB"));
         let zipped = figures["arm64_zip_bytes"].as_f64().unwrap_or_default() / 1e6;
         lines.push(format!("{:<62}{zipped:>8.2} MB", "arm64 bootstrap zipped"));
     }
     lines.join("\n")
 }
 
+/// The cold-start figures, by function and key.
+struct Cold<'a>(&'a serde_json::Map<String, Value>);
+
+impl Cold<'_> {
+    fn figure(&self, name: &str, key: &str) -> f64 {
+        self.0[name][key].as_f64().unwrap()
+    }
+
+    /// `name`'s figure over the floor's (`minimal`), measured in the same run.
+    fn ratio(&self, name: &str, key: &str) -> f64 {
+        self.figure(name, key) / self.figure("minimal", key).max(f64::MIN_POSITIVE)
+    }
+
+    /// A row per figure, a column per function, then two ratios to the floor.
+    fn table(&self) -> Vec<String> {
+        #[rustfmt::skip]
+        let rows = [
+            ("init (process start to first /next)", "init_ms", "ms"),
+            ("first invocation after a cold start", "first_invocation_ms", "ms"),
+            ("cold total (init + first invocation)", "cold_total_ms", "ms"),
+            ("warm GET p50", "warm_get_p50_ms", "ms"),
+            ("warm GET p99", "warm_get_p99_ms", "ms"),
+            ("warm POST p50", "warm_post_p50_ms", "ms"),
+            ("warm POST p99", "warm_post_p99_ms", "ms"),
+            ("write units per create (billed)", "write_units_per_create", "WCU"),
+            ("read units per GET (billed)", "read_units_per_get", "RCU"),
+            ("peak RSS after the warm requests", "peak_rss_mib", "MiB"),
+            ("binary size", "binary_bytes", "MB"),
+        ];
+        let names: String = self.0.keys().map(|name| format!("{name:>15}")).collect();
+        let mut lines = vec![format!(
+            "{:<42}{names}{:>12}{:>12}",
+            "figure", "cog/minimal", "fn/minimal"
+        )];
+        for (label, key, unit) in rows {
+            let scale = if unit == "MB" { 1e-6 } else { 1.0 };
+            let cells: String = (self.0.keys())
+                .map(|name| format!("{:>15.2}", self.figure(name, key) * scale))
+                .collect();
+            let (cognito, function) = (self.ratio("cognito", key), self.ratio("function", key));
+            let label = format!("{label} ({unit})");
+            lines.push(format!(
+                "{label:<42}{cells} {cognito:>11.2}x{function:>11.2}x"
+            ));
+        }
+        lines
+    }
+
+    fn targets(&self) -> Vec<String> {
+        let first = |name: &str| {
+            self.figure(name, "first_invocation_ms") / self.figure(name, "warm_get_p50_ms")
+        };
+        let figure = |name: &str, key: &str| self.figure(name, key);
+        #[rustfmt::skip]
+        let targets = [
+            ("cold total: cognito / minimal (the DynamoDB floor)", self.ratio("cognito", "cold_total_ms"), limits::COLD_TOTAL, "x"),
+            ("first invocation / warm GET p50 (cognito)", first("cognito"), limits::FIRST_INVOCATION, "x"),
+            ("first invocation / warm GET p50 (function)", first("function"), limits::FIRST_INVOCATION, "x"),
+            ("warm GET p50: cognito / minimal", self.ratio("cognito", "warm_get_p50_ms"), limits::WARM_GET_P50, "x"),
+            ("warm GET p99: cognito / minimal", self.ratio("cognito", "warm_get_p99_ms"), limits::WARM_GET_P99, "x"),
+            ("warm POST p50: function / minimal", self.ratio("function", "warm_post_p50_ms"), limits::WARM_POST_P50_BOUNDED, "x"),
+            ("warm POST p50: unbounded / minimal", self.ratio("unbounded", "warm_post_p50_ms"), limits::WARM_POST_P50_UNBOUNDED, "x"),
+            ("write units per accepted create (function)", figure("function", "write_units_per_create"), limits::WRITE_UNITS_BOUNDED, " WCU"),
+            ("write units per accepted create (unbounded)", figure("unbounded", "write_units_per_create"), limits::WRITE_UNITS_UNBOUNDED, " WCU"),
+            ("peak RSS (cognito)", figure("cognito", "peak_rss_mib"), limits::PEAK_RSS_MIB, " MiB"),
+            ("stripped x86_64 binary (function)", figure("function", "binary_bytes") / 1e6, limits::BINARY_MB, " MB"),
+        ];
+        (targets.into_iter())
+            .map(|(label, value, limit, unit)| at_most(label, value, limit, unit))
+            .collect()
+    }
+
+    /// The function against the build compared (`--compare`), in the same
+    /// configuration.
+    fn compared(&self) -> Vec<String> {
+        let mut lines = vec![
+            String::new(),
+            "against the build compared (--compare), same configuration:".into(),
+        ];
+        for (label, key) in [
+            ("cold total", "cold_total_ms"),
+            ("init", "init_ms"),
+            ("peak RSS", "peak_rss_mib"),
+        ] {
+            let ratio = self.figure("cognito", key) / self.figure("before-cognito", key);
+            let label = format!("{label}, cognito: now / before");
+            lines.push(format!("{label:<62}{ratio:>8.2}x"));
+        }
+        lines
+    }
+}
+
+/// A target's line: the figure, its limit, and `ok`, `MISSED`, or why a
+/// miss is the machine's ([`missed_targets`] reads it).
+fn target_line(label: &str, value: f64, unit: &str, limit: &str, verdict: &str) -> String {
+    format!("{label:<62}{value:>8.2}{unit}  (target {limit}{unit})  {verdict}")
+}
+
+/// The line of a target that `value` must not exceed.
+fn at_most(label: &str, value: f64, limit: f64, unit: &str) -> String {
+    let verdict = if value <= limit { "ok" } else { "MISSED" };
+    target_line(label, value, unit, &format!("<= {limit}"), verdict)
+}
+
 pub fn render_throughput(figures: &Value) -> String {
     let (low, high) = (CONCURRENCY[0], CONCURRENCY[1]);
-    let workloads = figures["workloads"].as_object().unwrap();
-    let at = |by_level: &Value, level: usize, key: &str| {
-        by_level[format!("concurrency_{level}")][key]
-            .as_f64()
-            .unwrap()
-    };
+    let throughput = Throughput(figures["workloads"].as_object().unwrap());
     let header: String = CONCURRENCY
         .map(|level| {
+            let rate = format!("c={level} req/s");
             format!(
-                "{:>12}{:>10}{:>8}{:>9}",
-                format!("c={level} req/s"),
-                "in flight",
-                "cpu ms",
-                "machine"
+                "{rate:>12}{:>10}{:>8}{:>9}",
+                "in flight", "cpu ms", "machine"
             )
         })
         .concat();
@@ -185,9 +214,51 @@ pub fn render_throughput(figures: &Value) -> String {
         String::new(),
         format!("{:<14}{header}{:>11}", "", format!("c={high}/c={low}")),
     ];
-    let mut ratios = BTreeMap::new();
-    for (workload, by_function) in workloads {
-        for (name, by_level) in by_function.as_object().unwrap() {
+    lines.extend(throughput.rows());
+    let peak = at(
+        &figures["workloads"]["GET"]["function"],
+        high,
+        "peak_rss_mib",
+    );
+    let label = format!("peak RSS of the function at c={high}");
+    lines.extend([
+        String::new(),
+        format!("{label:<62}{peak:>8.2} MiB"),
+        String::new(),
+    ]);
+    lines.extend(throughput.cores());
+    lines.push(String::new());
+    lines.extend(throughput.verdicts());
+    lines.join("\n")
+}
+
+/// The throughput figures, by workload, function and concurrency.
+struct Throughput<'a>(&'a serde_json::Map<String, Value>);
+
+/// A figure of one function at one concurrency.
+fn at(by_level: &Value, level: usize, key: &str) -> f64 {
+    by_level[format!("concurrency_{level}")][key]
+        .as_f64()
+        .unwrap()
+}
+
+/// Requests per second at the higher concurrency over the lower.
+fn scaling(by_level: &Value) -> f64 {
+    let rate = |level| at(by_level, level, "requests_per_second");
+    rate(CONCURRENCY[1]) / rate(CONCURRENCY[0])
+}
+
+impl Throughput<'_> {
+    /// Each workload and function (`GET function`), with its figures.
+    fn each(&self) -> impl Iterator<Item = (String, &Value)> {
+        self.0.iter().flat_map(|(workload, by_function)| {
+            let functions = by_function.as_object().unwrap().iter();
+            functions.map(move |(name, by_level)| (format!("{workload} {name}"), by_level))
+        })
+    }
+
+    fn rows(&self) -> Vec<String> {
+        let row = |(label, by_level): (String, &Value)| {
             let cells: String = CONCURRENCY
                 .iter()
                 .map(|&level| {
@@ -200,77 +271,61 @@ pub fn render_throughput(figures: &Value) -> String {
                     )
                 })
                 .collect();
-            let ratio = at(by_level, high, "requests_per_second")
-                / at(by_level, low, "requests_per_second");
-            ratios.insert((workload.clone(), name.clone()), ratio);
-            lines.push(format!(
-                "{:<14}{cells}{ratio:>10.2}x",
-                format!("{workload} {name}")
-            ));
-        }
+            format!("{label:<14}{cells}{:>10.2}x", scaling(by_level))
+        };
+        self.each().map(row).collect()
     }
-    let get_function = &figures["workloads"]["GET"]["function"];
-    lines.push(String::new());
-    let peak = at(get_function, high, "peak_rss_mib");
-    lines.push(format!(
-        "{:<62}{peak:>8.2} MiB",
-        format!("peak RSS of the function at c={high}")
-    ));
-    lines.push(String::new());
-    let cores = std::thread::available_parallelism().map_or(0, |cores| cores.get());
-    lines.push(format!(
-        "cores in use at c={high} (of {cores}), by process:"
-    ));
-    for (workload, by_function) in workloads {
-        for (name, by_level) in by_function.as_object().unwrap() {
-            let cores = by_level[format!("concurrency_{high}")]["cores_used"]
-                .as_object()
-                .unwrap();
-            let used: Vec<String> = cores
-                .iter()
+
+    /// The cores each process used at the higher concurrency.
+    fn cores(&self) -> Vec<String> {
+        let high = CONCURRENCY[1];
+        let cores = std::thread::available_parallelism().map_or(0, |cores| cores.get());
+        let mut lines = vec![format!(
+            "cores in use at c={high} (of {cores}), by process:"
+        )];
+        for (label, by_level) in self.each() {
+            let by_process = by_level[format!("concurrency_{high}")]["cores_used"].as_object();
+            let used: Vec<String> = (by_process.unwrap().iter())
                 .map(|(process, used)| format!("{process} {:.2}", used.as_f64().unwrap()))
                 .collect();
-            lines.push(format!(
-                "  {:<14}{}",
-                format!("{workload} {name}"),
-                used.join("  ")
-            ));
+            lines.push(format!("  {label:<14}{}", used.join("  ")));
         }
+        lines
     }
-    // The target: c=high at least 3x c=low. Where the minimal function, on
-    // the same machine and store, cannot reach it either and the function
-    // keeps up with it, the limit is the machine, not the function.
-    lines.push(String::new());
-    for (workload, by_function) in workloads {
-        let rps = |name: &str| at(&by_function[name], high, "requests_per_second");
-        let keeps_up = rps("function") / rps("minimal");
-        lines.push(format!(
-            "{:<62}{keeps_up:>8.2}x",
-            format!("{workload}: function / minimal at c={high}")
-        ));
-        if by_function.get("before-inline").is_some() {
-            let ratio = rps("function") / rps("before-inline");
-            lines.push(format!(
-                "{:<62}{ratio:>8.2}x",
-                format!("{workload}: function / before at c={high}")
-            ));
-        }
-        let function_ratio = ratios[&(workload.clone(), "function".to_owned())];
-        let minimal_ratio = ratios[&(workload.clone(), "minimal".to_owned())];
-        let verdict = if function_ratio >= limits::THROUGHPUT_SCALING {
-            "ok".to_owned()
-        } else if minimal_ratio < limits::THROUGHPUT_SCALING && keeps_up >= 0.9 {
-            format!("machine-bound: minimal {minimal_ratio:.2}x")
-        } else {
-            "MISSED".to_owned()
-        };
-        let label = format!("{workload}: throughput c={high} / c={low} (function)");
+
+    /// The target: the higher concurrency at least 3x the lower. Where the
+    /// minimal function, on the same machine and store, cannot reach it
+    /// either and the function keeps up with it, the limit is the machine,
+    /// not the function.
+    fn verdicts(&self) -> Vec<String> {
+        let (low, high) = (CONCURRENCY[0], CONCURRENCY[1]);
         let limit = limits::THROUGHPUT_SCALING;
-        lines.push(format!(
-            "{label:<62}{function_ratio:>8.2}x  (target >= {limit}x)  {verdict}"
-        ));
+        let mut lines = Vec::new();
+        for (workload, by_function) in self.0 {
+            let rate = |name: &str| at(&by_function[name], high, "requests_per_second");
+            let keeps_up = rate("function") / rate("minimal");
+            let label = format!("{workload}: function / minimal at c={high}");
+            lines.push(format!("{label:<62}{keeps_up:>8.2}x"));
+            if by_function.get("before-inline").is_some() {
+                let ratio = rate("function") / rate("before-inline");
+                let label = format!("{workload}: function / before at c={high}");
+                lines.push(format!("{label:<62}{ratio:>8.2}x"));
+            }
+            let function = scaling(&by_function["function"]);
+            let minimal = scaling(&by_function["minimal"]);
+            let verdict = if function >= limit {
+                "ok".to_owned()
+            } else if minimal < limit && keeps_up >= 0.9 {
+                format!("machine-bound: minimal {minimal:.2}x")
+            } else {
+                "MISSED".to_owned()
+            };
+            let label = format!("{workload}: throughput c={high} / c={low} (function)");
+            let limit = format!(">= {limit}");
+            lines.push(target_line(&label, function, "x", &limit, &verdict));
+        }
+        lines
     }
-    lines.join("\n")
 }
 
 pub fn median(mut samples: Vec<f64>) -> f64 {
