@@ -365,16 +365,8 @@ pub fn wait_for(url: &str, wanted: Option<u16>, process: &Started, timeout: Dura
     let mut last = None;
     while Instant::now() < deadline {
         let mut curl = Command::new("curl");
-        curl.args([
-            "-s",
-            "-o",
-            "/dev/null",
-            "-w",
-            "%{http_code}",
-            "--max-time",
-            &patience,
-            url,
-        ]);
+        curl.args(["-s", "-o", "/dev/null", "-w", "%{http_code}"]);
+        curl.args(["--max-time", &patience, url]);
         last = output(&mut curl)
             .ok()
             .and_then(|code| code.parse().ok())

@@ -245,16 +245,8 @@ impl SamLocal {
         // FROM scratch pulls nothing; --platform records the image as arm64,
         // so that no engine goes looking for it in a registry.
         let mut build = self.docker();
-        build
-            .args([
-                "build",
-                "--quiet",
-                "--platform",
-                "linux/arm64",
-                "-t",
-                &image,
-            ])
-            .arg(&context);
+        build.args(["build", "--quiet", "--platform", "linux/arm64"]);
+        build.args(["-t", &image]).arg(&context);
         output(build.env("DOCKER_BUILDKIT", "0"))?;
         std::fs::remove_dir_all(&context)?;
         // Earlier recipes' images, and SAM's invoke image built on one of

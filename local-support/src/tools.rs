@@ -87,16 +87,8 @@ fn ensure_npm_tools() -> Result<PathBuf> {
         std::fs::create_dir_all(&prefix)?;
         std::fs::copy(pinned.join("package.json"), prefix.join("package.json"))?;
         std::fs::write(&installed_lock, &lock)?;
-        run(Command::new("npm")
-            .args([
-                "ci",
-                "--no-audit",
-                "--no-fund",
-                "--loglevel",
-                "error",
-                "--prefix",
-            ])
-            .arg(&prefix))?;
+        let install = "ci --no-audit --no-fund --loglevel error --prefix";
+        run(Command::new("npm").args(install.split(' ')).arg(&prefix))?;
     }
     Ok(commands)
 }
@@ -107,16 +99,9 @@ pub fn ensure_cargo_tool(binary: &str, krate: &str, version: &str) -> Result {
         return Ok(());
     }
     log!("installing {krate} {version} into .tools/cargo");
+    let install = format!("install --quiet --locked {krate} --version {version} --root");
     run(Command::new("cargo")
-        .args([
-            "install",
-            "--quiet",
-            "--locked",
-            krate,
-            "--version",
-            version,
-            "--root",
-        ])
+        .args(install.split(' '))
         .arg(tools_dir().join("cargo")))
 }
 

@@ -100,16 +100,8 @@ fn static_checks() -> Result {
     log!("cargo fmt --check");
     run(Command::new("cargo").args(["fmt", "--all", "--", "--check"]))?;
     log!("cargo clippy");
-    let clippy = [
-        "clippy",
-        "--workspace",
-        "--all-targets",
-        "--locked",
-        "--",
-        "-D",
-        "warnings",
-    ];
-    run(Command::new("cargo").args(clippy))
+    let clippy = "clippy --workspace --all-targets --locked -- -D warnings";
+    run(Command::new("cargo").args(clippy.split(' ')))
 }
 
 /// `cargo test` against `stack`'s DynamoDB Local, its output in
@@ -216,16 +208,8 @@ fn install_tools() -> Result {
 /// error unless every one of them ran and passed.
 fn run_required_tests(cargo: &mut Command, tests: &[&str], log_name: &str) -> Result {
     let log_file = tools_dir().join(format!("{log_name}.log"));
-    cargo.args([
-        "test",
-        "--locked",
-        "--package",
-        "plant-store",
-        "--test",
-        "api",
-        "--",
-        "--exact",
-    ]);
+    let api_tests = "test --locked --package plant-store --test api -- --exact";
+    cargo.args(api_tests.split(' '));
     // Named tests run even where plain `cargo test` ignores them.
     cargo
         .args(["--include-ignored", "--test-threads", "1"])

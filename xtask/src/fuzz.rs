@@ -148,10 +148,9 @@ fn fuzz_target(target: &str, seconds: u64, flags: &[&str], priority: Priority) -
     let mut command = cargo_fuzz(priority);
     command.arg("run").args(flags);
     command.args([target, &corpus, &format!("fuzz/seeds/{target}"), "--"]);
-    command.args([
-        format!("-max_total_time={seconds}"),
-        "-print_final_stats=1".into(),
-    ]);
+    command
+        .arg(format!("-max_total_time={seconds}"))
+        .arg("-print_final_stats=1");
     let fuzzing = start(
         &format!("fuzz target {target}"),
         &mut command,

@@ -72,13 +72,7 @@ impl Stack {
         // One file for both processes: `start`'s own log would be a file each.
         let log = std::fs::File::create(output)?;
         let mut emulator = self.env.command("cargo");
-        emulator.args([
-            "lambda",
-            "watch",
-            "--only-lambda-apis",
-            "--invoke-address",
-            "127.0.0.1",
-        ]);
+        emulator.args("lambda watch --only-lambda-apis --invoke-address 127.0.0.1".split(' '));
         emulator.args(["--invoke-port", &port.to_string()]);
         emulator.stdout(log.try_clone()?).stderr(log.try_clone()?);
         let emulator = start("cargo lambda watch", &mut emulator, FUNCTION_GRACE, None)?;

@@ -237,15 +237,8 @@ fn build(settings: &Settings) -> Result {
         // deployed with, not those the baselines (the SDK's own HTTPS
         // client) or the test crates add.
         for package in ["plant-store", "plant-store-bench"] {
-            let build = [
-                "build",
-                "--locked",
-                "--profile",
-                profile,
-                "--package",
-                package,
-            ];
-            run(Command::new("cargo").args(build))?;
+            let build = format!("build --locked --profile {profile} --package {package}");
+            run(Command::new("cargo").args(build.split(' ')))?;
         }
     }
     check_no_jitter_entropy(&settings.bin_dir())
