@@ -65,18 +65,12 @@ pub async fn run(base_url: &str, token_a: &str, token_b: &str) -> Report {
         passed: Vec::new(),
     };
     let broken = suite.run_all().await.err();
-    let (first, a, b) = (suite.run, &suite.a.sub, &suite.b.sub);
+    let (run, a, b) = (suite.run, &suite.a.sub, &suite.b.sub);
+    let (first, last) = (run + 1, run + 3);
     // What the run may have written (a failed run may have stopped sooner).
     let left_behind = vec![
-        format!(
-            "owner {a}: plants {} to {} named \"acceptance {first} plant N\"",
-            first + 1,
-            first + 3
-        ),
-        format!(
-            "owner {b}: plant {} named \"acceptance {first} other owner\"",
-            first + 1
-        ),
+        format!("owner {a}: plants {first} to {last} named \"acceptance {run} plant N\""),
+        format!("owner {b}: plant {first} named \"acceptance {run} other owner\""),
     ];
     Report {
         passed: suite.passed,

@@ -12,14 +12,14 @@ use aws_lc_rs::rand::{SecureRandom, SystemRandom};
 use aws_sdk_cognitoidentityprovider::Client;
 use aws_sdk_cognitoidentityprovider::error::DisplayErrorContext;
 use aws_sdk_cognitoidentityprovider::types::{AttributeType, AuthFlowType, MessageActionType};
+use base64::Engine;
+use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 
 use crate::acceptance::{self, Report};
 
 /// The shortest password the suite sets: far beyond guessing, and within
 /// every pool's maximum.
 const PASSWORD_LENGTH: usize = 64;
-use base64::Engine;
-use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 
 pub struct TestUsers {
     client: Client,

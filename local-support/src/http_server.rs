@@ -70,7 +70,7 @@ where
                         Reply::Respond(response) => Ok(response),
                         Reply::Reset => {
                             reset_on_close(socket);
-                            Err(ConnectionReset)
+                            Err(std::io::Error::other("connection reset by the fault plan"))
                         }
                     }
                 }
@@ -102,17 +102,6 @@ fn reset_on_close(socket: RawFd) {
         );
     }
 }
-
-#[derive(Debug)]
-struct ConnectionReset;
-
-impl std::fmt::Display for ConnectionReset {
-    fn fmt(&self, formatter: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        formatter.write_str("connection reset by the fault plan")
-    }
-}
-
-impl std::error::Error for ConnectionReset {}
 
 /// The whole of a request's body.
 pub async fn body_bytes(body: Incoming) -> Bytes {

@@ -136,40 +136,27 @@ impl TestApp {
 
     /// The whole table: plants, and the owners' counter items.
     async fn scan(&self) -> (Vec<Value>, Vec<Value>) {
+        let scan = self.client.scan().table_name(&self.table).into_paginator();
+        let items: Vec<_> = scan.items().send().collect::<Result<_, _>>().await.unwrap();
         let (mut plants, mut counters) = (Vec::new(), Vec::new());
-        let mut start_key = None;
-        loop {
-            let page = self
-                .client
-                .scan()
-                .table_name(&self.table)
-                .set_exclusive_start_key(start_key)
-                .send()
-                .await
-                .unwrap();
-            for item in page.items() {
-                let partition = item.get("owner").and_then(|owner| owner.as_s().ok());
-                let counted = partition.and_then(|partition| counter_owner(partition));
-                let mut row = serde_json::Map::new();
-                for (attribute, value) in item {
-                    let value = match (attribute.as_str(), value, counted) {
-                        ("id", _, Some(_)) => continue,
-                        ("owner", _, Some(owner)) => json!(owner),
-                        (_, AttributeValue::S(text), _) => json!(text),
-                        (_, AttributeValue::N(number), _) => json!(number.parse::<i64>().unwrap()),
-                        (_, other, _) => panic!("unexpected attribute {attribute}: {other:?}"),
-                    };
-                    row.insert(attribute.clone(), value);
-                }
-                if counted.is_some() {
-                    counters.push(Value::Object(row));
-                } else {
-                    plants.push(Value::Object(row));
-                }
+        for item in &items {
+            let partition = item.get("owner").and_then(|owner| owner.as_s().ok());
+            let counted = partition.and_then(|partition| counter_owner(partition));
+            let mut row = serde_json::Map::new();
+            for (attribute, value) in item {
+                let value = match (attribute.as_str(), value, counted) {
+                    ("id", _, Some(_)) => continue,
+                    ("owner", _, Some(owner)) => json!(owner),
+                    (_, AttributeValue::S(text), _) => json!(text),
+                    (_, AttributeValue::N(number), _) => json!(number.parse::<i64>().unwrap()),
+                    (_, other, _) => panic!("unexpected attribute {attribute}: {other:?}"),
+                };
+                row.insert(attribute.clone(), value);
             }
-            match page.last_evaluated_key {
-                Some(key) => start_key = Some(key),
-                None => break,
+            if counted.is_some() {
+                counters.push(Value::Object(row));
+            } else {
+                plants.push(Value::Object(row));
             }
         }
         plants.sort_by_key(|item| (item["owner"].to_string(), item["id"].as_i64()));

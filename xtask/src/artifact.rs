@@ -31,17 +31,12 @@ pub fn check_no_jitter_entropy(profile_dir: &Path) -> Result {
         std::fs::read_to_string(output)
             .is_ok_and(|text| text.contains("AWS_LC_SYS_NO_JITTER_ENTROPY': '1'"))
     });
+    let built = format!("aws-lc-sys in {}", profile_dir.display());
     if !saw_it {
-        return Err(format!(
-            "aws-lc-sys in {} was built with the CPU-jitter entropy source (see .cargo/config.toml)",
-            profile_dir.display()
-        )
-        .into());
+        let problem = "was built with the CPU-jitter entropy source (see .cargo/config.toml)";
+        return Err(format!("{built} {problem}").into());
     }
-    log!(
-        "aws-lc-sys in {}: built without the CPU-jitter entropy source",
-        profile_dir.display()
-    );
+    log!("{built}: built without the CPU-jitter entropy source");
     Ok(())
 }
 
@@ -102,24 +97,16 @@ impl SamBuild {
 /// little-endian ELF for AArch64 (e_machine 183).
 fn check_arm64_bootstrap(file: &Path) -> Result {
     use std::os::unix::fs::PermissionsExt;
-    let header = std::fs::read(file)?
-        .into_iter()
-        .take(20)
-        .collect::<Vec<u8>>();
+    let header: Vec<u8> = std::fs::read(file)?.into_iter().take(20).collect();
     let executable = file.metadata()?.permissions().mode() & 0o111 != 0;
     let arm64_elf = header.len() == 20
         && header[..6] == [0x7f, b'E', b'L', b'F', 2, 1]
         && header[18..20] == [0xb7, 0];
+    let path = file.display();
     if file.file_name() != Some("bootstrap".as_ref()) || !executable || !arm64_elf {
-        return Err(format!(
-            "{} is not an executable arm64 ELF named bootstrap (header {header:02x?})",
-            file.display()
-        )
-        .into());
+        let problem = "is not an executable arm64 ELF named bootstrap";
+        return Err(format!("{path} {problem} (header {header:02x?})").into());
     }
-    log!(
-        "{}: an arm64 ELF executable named bootstrap",
-        file.display()
-    );
+    log!("{path}: an arm64 ELF executable named bootstrap");
     Ok(())
 }

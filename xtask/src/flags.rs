@@ -67,15 +67,11 @@ impl Flags {
         let unread: Vec<String> = (self.named.keys().map(|name| format!("--{name}")))
             .chain(self.positional)
             .collect();
-        if unread.is_empty() {
-            Ok(())
-        } else {
-            Err(format!(
-                "unknown arguments: {} (cargo xtask --help)",
-                unread.join(" ")
-            )
-            .into())
+        if !unread.is_empty() {
+            let unread = unread.join(" ");
+            return Err(format!("unknown arguments: {unread} (cargo xtask --help)").into());
         }
+        Ok(())
     }
 }
 
