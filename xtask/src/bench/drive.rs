@@ -46,7 +46,8 @@ async fn invoke_ok(process: &LambdaProcess, name: &str, event: &str) -> Result<D
     Ok(invoked.duration)
 }
 
-/// A plant id unique to this run (counted on from the clock at the first).
+/// A plant id unique to this run: the clock's microseconds at the first
+/// call, then one more each time.
 fn next_plant_id() -> u64 {
     static NEXT: OnceLock<AtomicU64> = OnceLock::new();
     let first = || AtomicU64::new(std::time::UNIX_EPOCH.elapsed().unwrap().as_micros() as u64);
@@ -113,7 +114,7 @@ pub async fn cold_start(
     for round in 0..settings.rounds {
         cold_round(setup, round, &mut samples).await?;
         for _ in 0..per_round {
-            warm_round(setup, &warm, Some(&mut samples)).await?;
+            warm_round(setup, &warm, Some(&mut samples[..])).await?;
         }
     }
     let mut functions = serde_json::Map::new();
@@ -152,7 +153,7 @@ async fn cold_round(setup: &Setup, round: usize, samples: &mut [ColdSamples]) ->
 async fn warm_round(
     setup: &Setup,
     warm: &[LambdaProcess],
-    mut samples: Option<&mut Vec<ColdSamples>>,
+    mut samples: Option<&mut [ColdSamples]>,
 ) -> Result {
     for (index, function) in setup.functions.iter().enumerate() {
         let name = &function.name;
