@@ -80,19 +80,19 @@ pub fn contract_test(target: Target, max_examples: usize, seed: Option<u64>) -> 
     if let Err(error) = start_function(target, &stack, api_port, &function_log) {
         return Err(format!("{error}\n{}", tail(&function_log, 60)).into());
     }
-    let run = Schemathesis {
+    let schemathesis = Schemathesis {
         target,
         url: format!("http://127.0.0.1:{api_port}"),
         seed: seed.unwrap_or_else(commit_seed),
         max_examples,
     };
-    let logs = run.with_and_without_token(&issuer.token("schemathesis", 3600))?;
+    let logs = schemathesis.with_and_without_token(&issuer.token("schemathesis", 3600))?;
 
     log!("CloudWatch EMF: one metrics line per request in the function's output");
     let generated = generated_requests(&logs.each_ref().map(PathBuf::as_path))?;
     check_metric_lines(&std::fs::read_to_string(&function_log)?, generated)?;
 
-    acceptance_on_local_stack(&run.url, &issuer)
+    acceptance_on_local_stack(&schemathesis.url, &issuer)
 }
 
 /// The function on 127.0.0.1:`port` as `target` runs it, its output in
@@ -135,11 +135,11 @@ impl Schemathesis {
         let with_token = tools_dir().join(format!("contract-schemathesis-{target}.log"));
         let authorization = format!("Authorization: Bearer {token}");
         let mut command = self.command("st_hooks", max_examples);
-        self.run(command.args(["-H", &authorization]), &with_token)?;
+        self.run_logged(command.args(["-H", &authorization]), &with_token)?;
         log!("Schemathesis without a token: 401 everywhere (seed {seed})");
         let without_token = tools_dir().join(format!("contract-schemathesis-{target}-401.log"));
         let command = &mut self.command("st_unauthenticated", max_examples / 4 + 1);
-        self.run(command, &without_token)?;
+        self.run_logged(command, &without_token)?;
         Ok([with_token, without_token])
     }
 
@@ -152,7 +152,8 @@ impl Schemathesis {
         )
     }
 
-    fn run(&self, command: &mut Command, log: &Path) -> Result {
+    /// Runs `command`, its output in `log`; a failure says how to repeat it.
+    fn run_logged(&self, command: &mut Command, log: &Path) -> Result {
         run_logged(command, log).map_err(|error| {
             let reproduce = self.reproduce();
             format!("Schemathesis failed ({error}); reproduce with: {reproduce}").into()

@@ -67,8 +67,8 @@ fn task(mut flags: Flags) -> Result {
         return Ok(());
     }
     match task.as_str() {
-        "dev" => local_stack(flags, 9000, local_stack::dev),
-        "sam-local" => local_stack(flags, 3000, local_stack::sam_local),
+        "dev" => start_local_stack(flags, 9000, local_stack::dev),
+        "sam-local" => start_local_stack(flags, 3000, local_stack::sam_local),
         "token" => {
             let owner = flags.positional().ok_or("token OWNER")?;
             flags.finish()?;
@@ -102,20 +102,24 @@ fn task(mut flags: Flags) -> Result {
             flags.finish()?;
             contract::contract_test(target, max_examples, seed)
         }
-        "acceptance" => acceptance(flags),
+        "acceptance" => run_acceptance(flags),
         _ => Err(format!("unknown task {task}\n{USAGE}").into()),
     }
 }
 
 /// `dev` or `sam-local`: `start` on the ports the flags give.
-fn local_stack(mut flags: Flags, default_api_port: u16, start: fn(u16, u16) -> Result) -> Result {
+fn start_local_stack(
+    mut flags: Flags,
+    default_api_port: u16,
+    start: fn(u16, u16) -> Result,
+) -> Result {
     let api_port = flags.value("api-port", default_api_port)?;
     let dynamodb_port = flags.value("dynamodb-port", 8000)?;
     flags.finish()?;
     start(api_port, dynamodb_port)
 }
 
-fn acceptance(mut flags: Flags) -> Result {
+fn run_acceptance(mut flags: Flags) -> Result {
     let url = flags.positional().ok_or("acceptance URL")?;
     let mut options = Vec::new();
     for name in ["user-pool-id", "client-id"] {

@@ -142,7 +142,6 @@ impl Cold<'_> {
         let first = |name: &str| {
             self.figure(name, "first_invocation_ms") / self.figure(name, "warm_get_p50_ms")
         };
-        let figure = |name: &str, key: &str| self.figure(name, key);
         #[rustfmt::skip]
         let targets = [
             ("cold total: cognito / minimal (the DynamoDB floor)", self.ratio("cognito", "cold_total_ms"), limits::COLD_TOTAL, "x"),
@@ -152,10 +151,10 @@ impl Cold<'_> {
             ("warm GET p99: cognito / minimal", self.ratio("cognito", "warm_get_p99_ms"), limits::WARM_GET_P99, "x"),
             ("warm POST p50: function / minimal", self.ratio("function", "warm_post_p50_ms"), limits::WARM_POST_P50_BOUNDED, "x"),
             ("warm POST p50: unbounded / minimal", self.ratio("unbounded", "warm_post_p50_ms"), limits::WARM_POST_P50_UNBOUNDED, "x"),
-            ("write units per accepted create (function)", figure("function", "write_units_per_create"), limits::WRITE_UNITS_BOUNDED, " WCU"),
-            ("write units per accepted create (unbounded)", figure("unbounded", "write_units_per_create"), limits::WRITE_UNITS_UNBOUNDED, " WCU"),
-            ("peak RSS (cognito)", figure("cognito", "peak_rss_mib"), limits::PEAK_RSS_MIB, " MiB"),
-            ("stripped x86_64 binary (function)", figure("function", "binary_bytes") / 1e6, limits::BINARY_MB, " MB"),
+            ("write units per accepted create (function)", self.figure("function", "write_units_per_create"), limits::WRITE_UNITS_BOUNDED, " WCU"),
+            ("write units per accepted create (unbounded)", self.figure("unbounded", "write_units_per_create"), limits::WRITE_UNITS_UNBOUNDED, " WCU"),
+            ("peak RSS (cognito)", self.figure("cognito", "peak_rss_mib"), limits::PEAK_RSS_MIB, " MiB"),
+            ("stripped x86_64 binary (function)", self.figure("function", "binary_bytes") / 1e6, limits::BINARY_MB, " MB"),
         ];
         (targets.into_iter())
             .map(|(label, value, limit, unit)| at_most(label, value, limit, unit))
