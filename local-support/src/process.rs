@@ -305,23 +305,9 @@ impl Started {
 
 /// Every process below `pid`, from each process's parent in /proc.
 fn descendants(pid: u32) -> Vec<u32> {
-    let parents: Vec<(u32, u32)> = std::fs::read_dir("/proc")
-        .into_iter()
-        .flatten()
-        .flatten()
-        .filter_map(|entry| {
-            let child = entry.file_name().to_str()?.parse().ok()?;
-            let stat = std::fs::read_to_string(entry.path().join("stat")).ok()?;
-            // After the command's closing parenthesis: state, then parent.
-            let parent = stat
-                .rsplit_once(')')?
-                .1
-                .split_whitespace()
-                .nth(1)?
-                .parse()
-                .ok()?;
-            Some((child, parent))
-        })
+    let parent_of = |child| stat_fields(child)?.get(1)?.parse().ok();
+    let parents: Vec<(u32, u32)> = pids()
+        .filter_map(|child| Some((child, parent_of(child)?)))
         .collect();
     let mut found = vec![pid];
     let mut index = 0;
@@ -335,6 +321,26 @@ fn descendants(pid: u32) -> Vec<u32> {
         index += 1;
     }
     found.split_off(1)
+}
+
+/// The id of every process on the machine, from /proc.
+pub fn pids() -> impl Iterator<Item = u32> {
+    let entries = std::fs::read_dir("/proc").into_iter().flatten().flatten();
+    entries.filter_map(|entry| entry.file_name().to_str()?.parse().ok())
+}
+
+/// The fields of /proc/`pid`/stat after the command's closing parenthesis:
+/// the state, the parent, and on (proc(5) numbers them from 3); `None` once
+/// the process is gone.
+pub fn stat_fields(pid: u32) -> Option<Vec<String>> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    let after_command = stat.rsplit_once(')')?.1;
+    Some(
+        after_command
+            .split_whitespace()
+            .map(str::to_owned)
+            .collect(),
+    )
 }
 
 /// A free port on 127.0.0.1 (free when asked).
@@ -389,10 +395,7 @@ mod tests {
 
     fn alive(pid: u32) -> bool {
         // A zombie has ended: only its parent has not reaped it yet.
-        std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|stat| {
-            stat.rsplit_once(')')
-                .is_some_and(|(_, rest)| !rest.trim_start().starts_with('Z'))
-        })
+        stat_fields(pid).is_some_and(|fields| fields.first().is_some_and(|state| state != "Z"))
     }
 
     fn within_5s(done: impl Fn() -> bool, what: &str) {
@@ -401,6 +404,14 @@ mod tests {
             assert!(Instant::now() < deadline, "{what}");
             std::thread::sleep(Duration::from_millis(20));
         }
+    }
+
+    #[test]
+    fn stat_fields_start_with_the_state_and_the_parent() {
+        let this = std::process::id();
+        let fields = stat_fields(this).unwrap();
+        assert_eq!(fields[1], std::os::unix::process::parent_id().to_string());
+        assert!(pids().any(|pid| pid == this));
     }
 
     #[test]

@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 
 use plant_store_local_support::Result;
 use plant_store_local_support::function::Env;
-use plant_store_local_support::process::output;
+use plant_store_local_support::process::{output, pids, stat_fields};
 use plant_store_local_support::runtime_api::LambdaProcess;
 use serde_json::{Value, json};
 
@@ -283,15 +283,8 @@ async fn owner_exact(
 
 /// CPU seconds (user + system) a process has used, from /proc.
 fn cpu_seconds(pid: u32) -> f64 {
-    let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
-        return 0.0;
-    };
-    // After the command's closing parenthesis, fields 12 and 13: utime, stime.
-    let fields: Vec<&str> = stat
-        .rsplit_once(')')
-        .map_or("", |(_, rest)| rest)
-        .split_whitespace()
-        .collect();
+    // utime and stime: proc(5)'s fields 14 and 15.
+    let fields = stat_fields(pid).unwrap_or_default();
     let times = fields.get(11..13).unwrap_or_default().iter();
     let ticks: f64 = times.filter_map(|time| time.parse::<f64>().ok()).sum();
     // SAFETY: sysconf has no preconditions.
@@ -300,18 +293,11 @@ fn cpu_seconds(pid: u32) -> f64 {
 
 /// Pids of the processes whose command line contains `marker`.
 fn processes(marker: &str) -> Vec<u32> {
-    std::fs::read_dir("/proc")
-        .into_iter()
-        .flatten()
-        .flatten()
-        .filter_map(|entry| entry.file_name().to_str()?.parse::<u32>().ok())
-        .filter(|pid| {
-            let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
-            cmdline
-                .windows(marker.len())
-                .any(|window| window == marker.as_bytes())
-        })
-        .collect()
+    let has_marker = |pid: &u32| {
+        let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
+        (cmdline.windows(marker.len())).any(|window| window == marker.as_bytes())
+    };
+    pids().filter(has_marker).collect()
 }
 
 /// (busy, total) jiffies of the whole machine, all cores.
