@@ -1,8 +1,17 @@
 //! Bearer tokens: parse the `Authorization` header, verify the JWT against the
 //! issuer's signing keys, check that it grants the route's scope when scopes
 //! are configured, and yield the caller as an [`Owner`].
+//!
+//! A verified token is remembered ([`TokenCache`]), keyed on the whole
+//! token, until its `exp` (with the same leeway) or until the signing keys
+//! change, so that a client reusing its access token (Cognito's live an
+//! hour) is not verified again on every request. Nothing is accepted from
+//! the cache that would be refused fresh: the token is the same bytes, its
+//! expiry is checked on every use, a key set past its age is refreshed
+//! first and a changed key set empties the cache, and each verifier (one
+//! configuration: issuer, audience, client ids) has its own.
 
-use jsonwebtoken::{Validation, errors::ErrorKind};
+use jsonwebtoken::{Validation, errors::ErrorKind, get_current_timestamp};
 use lambda_http::http::HeaderMap;
 use lambda_http::http::header::AUTHORIZATION;
 use serde::Deserialize;
@@ -10,12 +19,8 @@ use serde_json::Value;
 
 use crate::config::{ScopeRules, TokenRules};
 use crate::domain::Owner;
+use crate::domain::limits::{MAX_TOKEN_BYTES, TOKEN_LEEWAY_SECONDS, VERIFIED_TOKENS};
 use crate::jwks::{ACCEPTED_ALGORITHMS, KeySource, KeysUnavailable};
-/// Clock skew tolerated on `exp` and `nbf`, in seconds.
-const LEEWAY_SECONDS: u64 = 30;
-/// Real tokens are a few hundred bytes to ~2 KiB; anything far larger is
-/// refused before any decoding work.
-const MAX_TOKEN_BYTES: usize = 8 * 1024;
 
 /// What a route needs a token to grant, when scopes are configured.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -52,6 +57,9 @@ impl From<KeysUnavailable> for AuthError {
 #[derive(Deserialize)]
 struct Claims {
     sub: String,
+    /// Checked by jsonwebtoken first (present, a number, not past); a
+    /// number of seconds, rounded as jsonwebtoken rounds it.
+    exp: f64,
     token_use: Option<String>,
     client_id: Option<String>,
     /// Every other claim, among them the granted scopes: `scope`,
@@ -80,6 +88,50 @@ impl Claims {
     }
 }
 
+/// What a verified token says, as long as it may be trusted.
+#[derive(Debug, Clone)]
+struct Verified {
+    owner: Owner,
+    /// Whether it grants the read scope and the write scope (both, with
+    /// scopes off).
+    grants_read: bool,
+    grants_write: bool,
+    /// The last second it is valid: `exp` plus the leeway.
+    valid_until: u64,
+    /// The key set it was verified with ([`KeySource::generation`]).
+    generation: u64,
+}
+
+/// The tokens verified lately, at most [`VERIFIED_TOKENS`] of them: a
+/// concurrent cache (quick_cache, S3-FIFO eviction), safe when Lambda
+/// Managed Instances hand the function several requests at once.
+struct TokenCache(quick_cache::sync::Cache<String, Verified>);
+
+impl TokenCache {
+    fn new() -> Self {
+        Self(quick_cache::sync::Cache::new(VERIFIED_TOKENS))
+    }
+
+    /// What `token` was verified as, if that still holds now, with the key
+    /// set of `generation`. A changed key set empties the cache.
+    fn get(&self, token: &str, generation: u64, now: u64) -> Option<Verified> {
+        let verified = self.0.get(token)?;
+        if verified.generation != generation {
+            self.0.clear();
+            return None;
+        }
+        if now > verified.valid_until {
+            self.0.remove(token);
+            return None;
+        }
+        Some(verified)
+    }
+
+    fn insert(&self, token: &str, verified: Verified) {
+        self.0.insert(token.to_owned(), verified);
+    }
+}
+
 /// Verifies bearer tokens for one issuer (and audience, when configured).
 pub struct Verifier {
     keys: KeySource,
@@ -89,13 +141,14 @@ pub struct Verifier {
     cognito_client_ids: Vec<String>,
     scopes: Option<ScopeRules>,
     token_type: Option<String>,
+    verified: TokenCache,
 }
 
 impl Verifier {
     pub fn new(keys: KeySource, rules: &TokenRules) -> Self {
         let validation_for = |algorithm| {
             let mut validation = Validation::new(algorithm);
-            validation.leeway = LEEWAY_SECONDS;
+            validation.leeway = TOKEN_LEEWAY_SECONDS;
             validation.validate_nbf = true;
             validation.set_issuer(&[&rules.issuer]);
             match &rules.audience {
@@ -120,7 +173,13 @@ impl Verifier {
             cognito_client_ids: rules.cognito_client_ids.clone(),
             scopes: rules.scopes.clone(),
             token_type: rules.token_type.clone(),
+            verified: TokenCache::new(),
         }
+    }
+
+    /// Fetches a remote key set ahead of the first request (`KeySource::prefetch`).
+    pub async fn prefetch_keys(&self) {
+        self.keys.prefetch().await;
     }
 
     /// The caller named by the request's bearer token, if the token grants
@@ -131,14 +190,47 @@ impl Verifier {
         access: Access,
     ) -> Result<Owner, AuthError> {
         let token = bearer_token(headers)?;
-        self.verify(token, access).await
-    }
-
-    async fn verify(&self, token: &str, access: Access) -> Result<Owner, AuthError> {
         if token.len() > MAX_TOKEN_BYTES {
             return Err(AuthError::InvalidToken);
         }
+        let generation = self.keys.generation().await;
+        let verified = match self
+            .verified
+            .get(token, generation, get_current_timestamp())
+        {
+            Some(verified) => verified,
+            None => {
+                let verified = self.verify(token, generation).await?;
+                self.verified.insert(token, verified.clone());
+                verified
+            }
+        };
+        // Who the caller is comes before what it may do: a token without a
+        // usable subject is invalid (401) whatever its scopes.
+        let granted = match access {
+            Access::Read => verified.grants_read,
+            Access::Write => verified.grants_write,
+        };
+        match &self.scopes {
+            Some(scopes) if !granted => Err(AuthError::InsufficientScope {
+                scope: match access {
+                    Access::Read => scopes.read.clone(),
+                    Access::Write => scopes.write.clone(),
+                },
+            }),
+            _ => Ok(verified.owner),
+        }
+    }
+
+    /// Verifies `token` now, with the key set of `generation`.
+    async fn verify(&self, token: &str, generation: u64) -> Result<Verified, AuthError> {
         let header = jsonwebtoken::decode_header(token).map_err(|_| AuthError::InvalidToken)?;
+        // RFC 7515, section 4.1.11: a token whose header names extensions
+        // that must be understood is refused unless each is; this verifier
+        // understands none.
+        if header.crit.is_some() {
+            return Err(AuthError::InvalidToken);
+        }
         if let Some(required) = &self.token_type
             && !header
                 .typ
@@ -157,7 +249,7 @@ impl Verifier {
         if key.algorithm != header.alg {
             return Err(AuthError::InvalidToken);
         }
-        let mut claims = jsonwebtoken::decode::<Claims>(token, &key.key, validation)
+        let claims = jsonwebtoken::decode::<Claims>(token, &key.key, validation)
             .map_err(|error| match error.kind() {
                 ErrorKind::ExpiredSignature => AuthError::Expired,
                 _ => AuthError::InvalidToken,
@@ -173,21 +265,19 @@ impl Verifier {
                 return Err(AuthError::InvalidToken);
             }
         }
-        // Who the caller is comes before what it may do: a token without a
-        // usable subject is invalid (401) whatever its scopes.
-        let owner = Owner::parse(std::mem::take(&mut claims.sub)).ok_or(AuthError::InvalidToken)?;
-        if let Some(scopes) = &self.scopes {
-            let scope = match access {
-                Access::Read => &scopes.read,
-                Access::Write => &scopes.write,
-            };
-            if !claims.grants(scope) {
-                return Err(AuthError::InsufficientScope {
-                    scope: scope.clone(),
-                });
-            }
-        }
-        Ok(owner)
+        let (grants_read, grants_write) = match &self.scopes {
+            Some(scopes) => (claims.grants(&scopes.read), claims.grants(&scopes.write)),
+            None => (true, true),
+        };
+        // jsonwebtoken checked `exp`: a finite number of seconds, not past.
+        let exp = claims.exp.round() as u64;
+        Ok(Verified {
+            owner: Owner::parse(claims.sub).ok_or(AuthError::InvalidToken)?,
+            grants_read,
+            grants_write,
+            valid_until: exp.saturating_add(TOKEN_LEEWAY_SECONDS),
+            generation,
+        })
     }
 }
 
@@ -327,8 +417,59 @@ mod tests {
     }
 
     fn claims(scope: Value, scp: Value) -> Claims {
-        serde_json::from_value(serde_json::json!({"sub": "alice", "scope": scope, "scp": scp}))
-            .unwrap()
+        serde_json::from_value(
+            serde_json::json!({"sub": "alice", "exp": 1, "scope": scope, "scp": scp}),
+        )
+        .unwrap()
+    }
+
+    fn verified(owner: &str, valid_until: u64, generation: u64) -> Verified {
+        Verified {
+            owner: Owner::parse(owner.into()).unwrap(),
+            grants_read: true,
+            grants_write: false,
+            valid_until,
+            generation,
+        }
+    }
+
+    #[test]
+    fn a_cached_token_holds_until_its_expiry_and_while_the_keys_are_the_same() {
+        let cache = TokenCache::new();
+        cache.insert("token-a", verified("alice", 100, 1));
+        cache.insert("token-b", verified("bob", 100, 1));
+        let owner = |hit: Option<Verified>| hit.map(|hit| hit.owner.as_str().to_owned());
+        assert_eq!(
+            owner(cache.get("token-a", 1, 100)).as_deref(),
+            Some("alice")
+        );
+        assert_eq!(cache.get("token-a", 1, 101).map(|_| ()), None, "expired");
+        assert_eq!(
+            cache.get("token-a", 1, 50).map(|_| ()),
+            None,
+            "gone once expired"
+        );
+        assert_eq!(
+            cache.get("token-c", 1, 50).map(|_| ()),
+            None,
+            "never verified"
+        );
+        // Another key set: every entry goes.
+        assert_eq!(cache.get("token-b", 2, 50).map(|_| ()), None);
+        assert_eq!(cache.0.len(), 0);
+    }
+
+    #[test]
+    fn the_cache_holds_at_most_its_bound() {
+        let cache = TokenCache::new();
+        for n in 0..VERIFIED_TOKENS * 3 {
+            cache.insert(&format!("token-{n}"), verified("alice", u64::MAX, 0));
+        }
+        let held = cache.0.len();
+        assert!(
+            held > 0 && held <= VERIFIED_TOKENS,
+            "{held} tokens held, at most {VERIFIED_TOKENS} wanted"
+        );
     }
 
     #[test]

@@ -7,18 +7,22 @@ use std::time::Duration;
 
 use tracing_subscriber::filter::LevelFilter;
 
-/// How the function logs, as Lambda's advanced logging controls set it:
-/// `AWS_LAMBDA_LOG_FORMAT` (`JSON`: one JSON object per line, else text)
-/// and the level from `AWS_LAMBDA_LOG_LEVEL`, else `RUST_LOG`, else INFO.
-/// Read apart from [`Config`], and first, so that a configuration error is
-/// logged as the rest is.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct LogConfig {
+/// What the function records, as Lambda sets it up: its log, by Lambda's
+/// advanced logging controls (`AWS_LAMBDA_LOG_FORMAT`, `JSON`: one JSON
+/// object per line, else text; the level from `AWS_LAMBDA_LOG_LEVEL`, else
+/// `RUST_LOG`, else INFO), and where X-Ray subsegments go. Read apart from
+/// [`Config`], and first, so that a configuration error is logged as the
+/// rest is.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TelemetryConfig {
     pub level: LevelFilter,
     pub json: bool,
+    /// `AWS_XRAY_DAEMON_ADDRESS`, which Lambda sets: where X-Ray
+    /// subsegments go (`crate::xray`). Unset, nothing is traced.
+    pub xray_daemon: Option<String>,
 }
 
-impl LogConfig {
+impl TelemetryConfig {
     pub fn from_env() -> Self {
         Self::from_lookup(|name| env::var(name).ok())
     }
@@ -31,6 +35,8 @@ impl LogConfig {
                 .unwrap_or(LevelFilter::INFO),
             json: lookup("AWS_LAMBDA_LOG_FORMAT")
                 .is_some_and(|format| format.eq_ignore_ascii_case("json")),
+            xray_daemon: lookup("AWS_XRAY_DAEMON_ADDRESS")
+                .filter(|address| !address.trim().is_empty()),
         }
     }
 }
@@ -54,9 +60,6 @@ pub struct Config {
     pub max_plants_per_owner: u32,
     /// Which root certificates the HTTPS client trusts.
     pub trust: TrustConfig,
-    /// `AWS_XRAY_DAEMON_ADDRESS`, which Lambda sets: where X-Ray
-    /// subsegments go (`crate::trace`). Unset, nothing is traced.
-    pub xray_daemon: Option<String>,
     /// `AWS_ENDPOINT_URL_DYNAMODB`, else `AWS_ENDPOINT_URL`: where the
     /// store's DynamoDB client goes (DynamoDB Local). Unset or empty (as
     /// template.yaml declares it in AWS, so that `sam local` may set it):
@@ -239,7 +242,6 @@ impl Config {
                 bundle: optional("SSL_CERT_FILE").map(PathBuf::from),
                 extra: optional("EXTRA_CA_CERTS").map(PathBuf::from),
             },
-            xray_daemon: optional("AWS_XRAY_DAEMON_ADDRESS"),
             dynamodb_endpoint: optional("AWS_ENDPOINT_URL_DYNAMODB")
                 .or_else(|| optional("AWS_ENDPOINT_URL")),
         })
@@ -380,7 +382,7 @@ mod tests {
     #[test]
     fn the_log_follows_lambdas_log_settings() {
         let log = |pairs: &[(&str, &str)]| {
-            LogConfig::from_lookup(|name| {
+            TelemetryConfig::from_lookup(|name| {
                 pairs
                     .iter()
                     .find(|(present, _)| *present == name)
@@ -389,9 +391,10 @@ mod tests {
         };
         assert_eq!(
             log(&[]),
-            LogConfig {
+            TelemetryConfig {
                 level: LevelFilter::INFO,
-                json: false
+                json: false,
+                xray_daemon: None,
             }
         );
         let lambda = log(&[
@@ -401,6 +404,8 @@ mod tests {
         ]);
         assert_eq!((lambda.level, lambda.json), (LevelFilter::DEBUG, true));
         assert_eq!(log(&[("RUST_LOG", "warn")]).level, LevelFilter::WARN);
+        let xray = log(&[("AWS_XRAY_DAEMON_ADDRESS", "169.254.79.129:2000")]);
+        assert_eq!(xray.xray_daemon.as_deref(), Some("169.254.79.129:2000"));
     }
 
     #[test]

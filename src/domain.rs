@@ -1,4 +1,6 @@
-//! The Plant Store domain: what a plant is, and how a request body becomes one.
+//! The Plant Store domain: what a plant is, and how a request body becomes one;
+//! who the caller is; and every limit on what a request, a token or an
+//! issuer's answer may hold ([`limits`]).
 //!
 //! Every value here is parsed once, through one constructor that returns a
 //! precise [`PlantError`]; past that point the rest of the code trusts the types.
@@ -13,6 +15,25 @@ use serde_json::Value;
 
 const NAME_MAX_CHARS: usize = 256;
 const TAG_MAX_CHARS: usize = 64;
+
+/// The limits on what the function reads, in one place.
+pub mod limits {
+    /// Request bodies larger than this are refused with 413.
+    pub const MAX_BODY_BYTES: usize = 16 * 1024;
+    /// Real tokens are a few hundred bytes to ~2 KiB; anything far larger is
+    /// refused (401) before any decoding work.
+    pub const MAX_TOKEN_BYTES: usize = 8 * 1024;
+    /// Clock skew tolerated on a token's `exp` and `nbf`, in seconds.
+    pub const TOKEN_LEEWAY_SECONDS: u64 = 30;
+    /// How many verified tokens the function remembers (`crate::auth`): a
+    /// Cognito access token is about 1 KB, so at most about 1 MB.
+    pub const VERIFIED_TOKENS: usize = 1024;
+    /// The most an issuer's key set may weigh.
+    pub const MAX_JWKS_BYTES: usize = 150 * 1024;
+    /// The most characters of a client's own text (a method, a header
+    /// name) that an error message repeats.
+    pub const MAX_ECHOED_CHARS: usize = 64;
+}
 
 /// Why a request body is not a valid NewPlant. Each message names the field.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -72,9 +93,14 @@ impl Owner {
     /// more, and the owner is a DynamoDB partition key (at most 2,048 bytes).
     pub const MAX_BYTES: usize = 512;
 
-    /// `None` for an empty or oversized subject.
+    /// A usable subject (docs/contract.md): at most [`Self::MAX_BYTES`], at
+    /// least one character that is not whitespace, and no control
+    /// characters, so that it names somebody and reads the same in a log.
     pub fn parse(sub: String) -> Option<Self> {
-        (!sub.is_empty() && sub.len() <= Self::MAX_BYTES).then_some(Self(sub))
+        let usable = sub.len() <= Self::MAX_BYTES
+            && !sub.trim().is_empty()
+            && !sub.chars().any(char::is_control);
+        usable.then_some(Self(sub))
     }
 
     pub fn as_str(&self) -> &str {
@@ -446,6 +472,26 @@ mod tests {
                 Err(Conflict(PlantId::new(9))),
                 "{other}"
             );
+        }
+    }
+
+    #[test]
+    fn a_subject_names_somebody_in_printable_text_of_at_most_512_bytes() {
+        for usable in ["alice", " alice ", "é", &"x".repeat(Owner::MAX_BYTES)] {
+            assert!(Owner::parse(usable.to_owned()).is_some(), "{usable:?}");
+        }
+        let too_long = "x".repeat(Owner::MAX_BYTES + 1);
+        for unusable in [
+            "",
+            " ",
+            "\t \u{3000}",
+            "alice\0",
+            "al\0ice",
+            "a\u{7f}",
+            "a\nb",
+            &too_long,
+        ] {
+            assert_eq!(Owner::parse(unusable.to_owned()), None, "{unusable:?}");
         }
     }
 

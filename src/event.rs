@@ -15,6 +15,10 @@
 //!   base64, or an event of no known shape, is a 400 naming the problem;
 //! - `Host` and `X-Forwarded-Proto` are not read: the request's URI is the
 //!   path and query as the client sent them.
+//!
+//! The event arrives as JSON text ([`Incoming`]) and is decoded straight
+//! into API Gateway's typed event; only an event that does not decode is
+//! read again, as a JSON value, to say exactly what is wrong with it.
 
 use aws_lambda_events::apigw::{
     ApiGatewayProxyRequest, ApiGatewayProxyResponse, ApiGatewayV2httpRequest,
@@ -27,10 +31,15 @@ use lambda_http::http::{HeaderMap, HeaderName, HeaderValue, Method, Response, Ur
 use lambda_http::request::RequestContext;
 use lambda_http::{Body, Request, RequestExt};
 use percent_encoding::{AsciiSet, NON_ALPHANUMERIC, utf8_percent_encode};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::error::{ApiError, MAX_ECHOED_CHARS};
+use crate::domain::limits::MAX_ECHOED_CHARS;
+use crate::error::ApiError;
+
+/// The event as the Runtime API hands it over: any JSON, kept as text, so
+/// that no event fails the invocation before the function reads it.
+pub type Incoming = Box<serde_json::value::RawValue>;
 
 /// Which response shape the event asks for: payload format 1.0 (REST APIs,
 /// and HTTP APIs set to 1.0) or 2.0 (HTTP APIs, function URLs). Both carry
@@ -42,17 +51,26 @@ pub enum Format {
     V2,
 }
 
+/// The one field that tells the formats apart.
+#[derive(Deserialize)]
+struct Version<'a> {
+    #[serde(borrow)]
+    version: Option<std::borrow::Cow<'a, str>>,
+}
+
 impl Format {
     /// API Gateway marks payload format 2.0 with `"version": "2.0"`.
-    fn of(event: &Value) -> Self {
-        match event.get("version").and_then(Value::as_str) {
-            Some("2.0") => Self::V2,
+    fn of(event: &str) -> Self {
+        match serde_json::from_str::<Version>(event) {
+            Ok(Version {
+                version: Some(version),
+            }) if version == "2.0" => Self::V2,
             _ => Self::V1,
         }
     }
 
     /// `response` in this format.
-    pub fn answer(self, response: Response<Body>) -> Answer {
+    pub fn answer(self, response: Response<Body>) -> InvocationResponse {
         let (parts, body) = response.into_parts();
         let (is_base64_encoded, body) = match body {
             Body::Empty => (false, None),
@@ -67,7 +85,7 @@ impl Format {
                 answer.headers = parts.headers;
                 answer.body = body;
                 answer.is_base64_encoded = is_base64_encoded;
-                Answer::V1(answer)
+                InvocationResponse::V1(answer)
             }
             Self::V2 => {
                 let mut answer = ApiGatewayV2httpResponse::default();
@@ -75,7 +93,7 @@ impl Format {
                 answer.headers = parts.headers;
                 answer.body = body;
                 answer.is_base64_encoded = is_base64_encoded;
-                Answer::V2(answer)
+                InvocationResponse::V2(answer)
             }
         }
     }
@@ -84,26 +102,35 @@ impl Format {
 /// The invocation's response, as the event's integration reads it.
 #[derive(Debug, Serialize)]
 #[serde(untagged)]
-pub enum Answer {
+pub enum InvocationResponse {
     V1(ApiGatewayProxyResponse),
     V2(ApiGatewayV2httpResponse),
 }
 
 /// Reads an event: its format, and the request it carries or why it
 /// cannot be one (a 400).
-pub fn read(event: Value) -> (Format, Result<Request, ApiError>) {
-    let format = Format::of(&event);
-    (format, request(format, event))
+pub fn read(event: &str) -> (Format, Result<Request, ApiError>) {
+    let format = Format::of(event);
+    let request = match format {
+        Format::V1 => serde_json::from_str(event).map(v1_request),
+        Format::V2 => serde_json::from_str(event).map(v2_request),
+    };
+    (
+        format,
+        request.unwrap_or_else(|_| Err(why_unreadable(event))),
+    )
 }
 
-fn request(format: Format, event: Value) -> Result<Request, ApiError> {
-    for field in ["headers", "multiValueHeaders"] {
-        check_headers(event.get(field))?;
-    }
-    match format {
-        Format::V1 => v1_request(serde_json::from_value(event).map_err(|_| not_an_event())?),
-        Format::V2 => v2_request(serde_json::from_value(event).map_err(|_| not_an_event())?),
-    }
+/// Why an event does not decode: a header HTTP cannot carry (named), or no
+/// shape that API Gateway or a function URL delivers.
+fn why_unreadable(event: &str) -> ApiError {
+    let Ok(event) = serde_json::from_str::<Value>(event) else {
+        return not_an_event();
+    };
+    ["headers", "multiValueHeaders"]
+        .into_iter()
+        .find_map(|field| check_headers(event.get(field)).err())
+        .unwrap_or_else(not_an_event)
 }
 
 fn not_an_event() -> ApiError {
@@ -288,6 +315,10 @@ mod tests {
             },
             "isBase64Encoded": false
         })
+    }
+
+    fn read(event: Value) -> (Format, Result<Request, ApiError>) {
+        super::read(&event.to_string())
     }
 
     #[test]

@@ -14,7 +14,9 @@
 //!   request; a failed refetch keeps the last good key set serving;
 //! - answers [`KeysUnavailable`] for a `kid` it does not hold while its last
 //!   fetch failed: whether the token is valid cannot be known then. A `kid`
-//!   that a successfully fetched key set does not hold is simply unknown.
+//!   that a successfully fetched key set does not hold is simply unknown;
+//! - counts its key sets ([`KeySource::generation`]): the verifier forgets
+//!   the tokens it verified whenever the keys change.
 
 use std::collections::HashMap;
 use std::fmt;
@@ -29,15 +31,17 @@ use jsonwebtoken::jwk::{AlgorithmParameters, EllipticCurve, Jwk, JwkSet, PublicK
 use jsonwebtoken::{Algorithm, DecodingKey};
 use lambda_http::http::Uri;
 
+use tracing::Instrument;
+use tracing::field;
+
 use crate::config::{KeyConfig, KeyRefresh};
+use crate::domain::limits::MAX_JWKS_BYTES;
 use crate::https::{Connector, Https};
-use crate::trace::{Outcome, Span};
 
 /// Only asymmetric signatures: `none` and HMAC are never accepted.
 pub(crate) const ACCEPTED_ALGORITHMS: [Algorithm; 3] =
     [Algorithm::RS256, Algorithm::ES256, Algorithm::EdDSA];
 const FETCH_TIMEOUT: Duration = Duration::from_millis(1500);
-const MAX_JWKS_BYTES: usize = 150 * 1024;
 
 /// A verification key taken from a JWKS, with the one algorithm it verifies.
 #[derive(Clone)]
@@ -148,6 +152,17 @@ impl KeySource {
             Self::Remote(remote) => remote.key(kid).await,
         }
     }
+
+    /// Which key set verifies now: a number that changes whenever the keys
+    /// do. A remote set past its age is refreshed first, as [`Self::key`]
+    /// would, so that a key its issuer removed stops verifying also for the
+    /// tokens verified with it before.
+    pub(crate) async fn generation(&self) -> u64 {
+        match self {
+            Self::Inline(_) => 0,
+            Self::Remote(remote) => remote.generation().await,
+        }
+    }
 }
 
 /// The key for a token is not cached, and the issuer's key set could not be
@@ -198,6 +213,9 @@ struct Cache {
     last_attempt: Option<Instant>,
     /// Whether the last fetch failed: an unknown `kid` is then unknowable.
     last_failed: bool,
+    /// How many different key sets have been fetched, and a hash of the
+    /// last one's document.
+    generation: (u64, u64),
 }
 
 /// The issuer's key set behind its JWKS URL, cached.
@@ -231,6 +249,7 @@ impl RemoteKeys {
                 keys: None,
                 last_attempt: None,
                 last_failed: false,
+                generation: (0, 0),
             }),
             fetching: tokio::sync::Mutex::new(()),
         })
@@ -248,6 +267,29 @@ impl RemoteKeys {
         if key.is_some() && fresh {
             return Ok(key);
         }
+        self.refetch().await;
+        match self.cached(kid).0 {
+            Some(key) => Ok(Some(key)),
+            None if self.read_cache().last_failed => Err(KeysUnavailable),
+            None => Ok(None),
+        }
+    }
+
+    async fn generation(&self) -> u64 {
+        let fresh = {
+            let cache = self.read_cache();
+            let fresh = |(_, fetched): &(KeySet, Instant)| fetched.elapsed() < self.refresh.max_age;
+            cache.keys.as_ref().is_none_or(fresh)
+        };
+        if !fresh {
+            self.refetch().await;
+        }
+        self.read_cache().generation.0
+    }
+
+    /// Fetches the key set again, unless another request did within the
+    /// interval; a failure keeps the last good key set serving.
+    async fn refetch(&self) {
         let _fetching = self.fetching.lock().await;
         // Another request may have fetched while this one waited: the
         // interval check then sends it to the cache.
@@ -255,11 +297,6 @@ impl RemoteKeys {
             && let Err(error) = self.fetch_into_cache().await
         {
             tracing::warn!(%error, "keeping the last good key set");
-        }
-        match self.cached(kid).0 {
-            Some(key) => Ok(Some(key)),
-            None if self.read_cache().last_failed => Err(KeysUnavailable),
-            None => Ok(None),
         }
     }
 
@@ -301,24 +338,35 @@ impl RemoteKeys {
             .unwrap_or_else(|poisoned| poisoned.into_inner());
         cache.last_attempt = Some(Instant::now());
         cache.last_failed = result.is_err();
-        let keys = result?;
+        let (keys, document_hash) = result?;
         tracing::info!(
             url = %self.url,
             keys = keys.len(),
             fetch_ms = started.elapsed().as_secs_f64() * 1000.0,
             "fetched the JWKS"
         );
+        if cache.keys.is_none() || cache.generation.1 != document_hash {
+            cache.generation = (cache.generation.0 + 1, document_hash);
+        }
         cache.keys = Some((keys, Instant::now()));
         Ok(())
     }
 
-    /// One GET of the key set, traced as a call to the issuer: a subsegment
-    /// named for its host.
-    async fn fetch(&self) -> Result<KeySet, FetchError> {
+    /// One GET of the key set, and a hash of its document; traced for X-Ray
+    /// as a call to the issuer, a subsegment named for its host.
+    async fn fetch(&self) -> Result<(KeySet, u64), FetchError> {
         // X-Ray names hold no brackets: an IPv6 host without them.
         let host = self.url.host().unwrap_or("jwks").trim_matches(['[', ']']);
-        let mut span = Span::start(host.to_owned());
-        span.remote("GET", &self.url.to_string());
+        let span = tracing::info_span!(
+            target: "xray",
+            "jwks",
+            xray.name = host,
+            xray.namespace = "remote",
+            http.method = "GET",
+            http.url = %self.url,
+            http.status = field::Empty,
+            xray.outcome = field::Empty,
+        );
         let mut status = None;
         let exchange = async {
             let response = self
@@ -337,24 +385,32 @@ impl RemoteKeys {
                 .to_bytes();
             let text = std::str::from_utf8(&body)
                 .map_err(|_| FetchError("the body is not UTF-8".into()))?;
-            KeySet::from_jwks_json(text).map_err(|error| FetchError(error.to_string()))
+            let keys =
+                KeySet::from_jwks_json(text).map_err(|error| FetchError(error.to_string()))?;
+            Ok((keys, document_hash(text)))
         };
-        let fetched = tokio::time::timeout(FETCH_TIMEOUT, exchange)
+        let fetched = tokio::time::timeout(FETCH_TIMEOUT, exchange.instrument(span.clone()))
             .await
             .map_err(|_| FetchError(format!("no complete answer within {FETCH_TIMEOUT:?}")))
             .flatten();
-        let outcome = match (&fetched, status) {
-            (Ok(_), _) => Outcome::Ok,
-            (Err(_), Some(status)) if status >= 400 => Outcome::of_status(status),
-            // No answer, or one that is not a key set.
-            (Err(_), _) => Outcome::Fault,
-        };
         if let Some(status) = status {
-            span.http_status(status);
+            span.record("http.status", status);
         }
-        span.end(outcome);
+        // No answer, or one that is not a key set: the issuer's fault.
+        if fetched.is_err() && status.is_none_or(|status| status < 400) {
+            span.record("xray.outcome", "fault");
+        }
         fetched
     }
+}
+
+/// A hash of a key set's document, to tell a changed key set from the same
+/// one fetched again.
+fn document_hash(text: &str) -> u64 {
+    use std::hash::{Hash, Hasher};
+    let mut hasher = std::collections::hash_map::DefaultHasher::new();
+    text.hash(&mut hasher);
+    hasher.finish()
 }
 
 #[cfg(test)]

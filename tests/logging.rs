@@ -42,8 +42,8 @@ async fn each_request_logs_one_json_line_without_the_token() {
     unsafe { std::env::set_var("AWS_LAMBDA_LOG_FORMAT", "JSON") };
     let log = CapturedLog::default();
     let writer = log.clone();
-    let config = plant_store::config::LogConfig::from_env();
-    plant_store::log::init_subscriber(move || writer.clone(), config);
+    let config = plant_store::config::TelemetryConfig::from_env();
+    plant_store::log::init_subscriber(move || writer.clone(), &config);
 
     // One plant per owner: the second is refused for the bound.
     let app = TestApp::with_max_plants_per_owner(1).await;

@@ -9,8 +9,8 @@ use std::collections::BTreeMap;
 
 use aws_sdk_dynamodb::Client;
 use aws_sdk_dynamodb::error::DisplayErrorContext;
-use aws_sdk_dynamodb::types::{AttributeValue, Select};
-use plant_store::store::{PLANT_COUNT, TABLE_KEY, counter_key, counter_owner, plant_ids};
+use aws_sdk_dynamodb::types::AttributeValue;
+use plant_store::store::layout::{PLANT_COUNT, TABLE_KEY, counter_key, counter_owner, plant_id};
 
 /// What a recount found and did.
 #[derive(Debug, Default, PartialEq, Eq)]
@@ -78,11 +78,7 @@ async fn count_all(client: &Client, table: &str) -> Result<BTreeMap<String, u64>
             };
             if let Some(owner) = counter_owner(partition) {
                 owners.entry(owner.to_owned()).or_insert(0);
-            } else if item
-                .get(id_key)
-                .and_then(|id| id.as_n().ok())
-                .is_some_and(|id| id.parse::<i64>().is_ok())
-            {
+            } else if plant_id(item).is_some() {
                 *owners.entry(partition.clone()).or_insert(0) += 1;
             }
         }
@@ -90,21 +86,27 @@ async fn count_all(client: &Client, table: &str) -> Result<BTreeMap<String, u64>
     Ok(owners)
 }
 
-/// One owner's plants, by a paged count of its partition's plant ids.
+/// One owner's plants, by a paged read of its partition's keys.
 async fn count_one(client: &Client, table: &str, owner: &str) -> Result<u64, String> {
-    let (condition, names, values) = plant_ids(owner);
+    let [owner_key, id_key] = [TABLE_KEY[0].name, TABLE_KEY[1].name];
     let mut pages = client
         .query()
         .table_name(table)
-        .key_condition_expression(condition)
-        .set_expression_attribute_names(Some(names))
-        .set_expression_attribute_values(Some(values))
-        .select(Select::Count)
+        .key_condition_expression("#owner = :owner")
+        .projection_expression("#id")
+        .expression_attribute_names("#owner", owner_key)
+        .expression_attribute_names("#id", id_key)
+        .expression_attribute_values(":owner", AttributeValue::S(owner.to_owned()))
         .into_paginator()
         .send();
     let mut plants = 0;
     while let Some(page) = pages.next().await {
-        plants += u64::try_from(page.map_err(failed)?.count()).unwrap_or(0);
+        let page = page.map_err(failed)?;
+        plants += page
+            .items()
+            .iter()
+            .filter(|item| plant_id(item).is_some())
+            .count() as u64;
     }
     Ok(plants)
 }

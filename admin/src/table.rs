@@ -5,7 +5,7 @@ use aws_sdk_dynamodb::Client;
 use aws_sdk_dynamodb::error::{DisplayErrorContext, SdkError};
 use aws_sdk_dynamodb::operation::create_table::CreateTableError;
 use aws_sdk_dynamodb::types::{AttributeDefinition, BillingMode, KeySchemaElement};
-use plant_store::store::TABLE_KEY;
+use plant_store::store::layout::TABLE_KEY;
 
 /// Creates `table` on demand (pay per request). A table that already exists
 /// is left as it is.

@@ -1,11 +1,11 @@
-//! Each DynamoDB call as an X-Ray subsegment, recorded as the X-Ray SDKs
-//! record AWS calls (`namespace` "aws", `name` "DynamoDB", `aws.operation`,
-//! `aws.table_name`, `aws.request_id`, `aws.retries`, the HTTP status), and
-//! sent with the invocation's trace header in `X-Amzn-Trace-Id`. An
-//! interceptor of the SDK's client, so that every call of the store is
-//! traced, its retries counted, and a call cut short by the request's
-//! deadline still recorded (as a fault: its open subsegment is dropped with
-//! the call's state).
+//! Each DynamoDB call as an X-Ray subsegment (a `DynamoDB` span of target
+//! `xray`, which `crate::xray` records as the X-Ray SDKs record AWS calls:
+//! `aws.operation`, `aws.table_name`, `aws.request_id`, `aws.retries`, the
+//! HTTP status), sent with the invocation's trace header in
+//! `X-Amzn-Trace-Id`. An interceptor of the SDK's client, so that every
+//! call of the store is traced, its retries counted, and a call cut short
+//! by the request's deadline still recorded (as a fault: its span closes
+//! with the call's state, without an outcome).
 
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Mutex, PoisonError};
@@ -23,19 +23,30 @@ use aws_sdk_dynamodb::operation::update_item::UpdateItemError;
 use aws_smithy_runtime_api::client::interceptors::context::Error as OperationError;
 use aws_smithy_runtime_api::client::orchestrator::Metadata;
 use aws_smithy_types::config_bag::{Storable, StoreReplace};
+use tracing::Span;
+use tracing::field::Empty;
 
-use super::THROTTLING_CODES;
-use crate::trace::{AwsCall, Outcome, Span};
+use super::error::THROTTLING_CODES;
+use crate::xray::downstream_header;
 
 const TRACE_HEADER: &str = "x-amzn-trace-id";
 
-/// The interceptor; `table` is the store's one table.
+/// The interceptor, for the store's one table.
 #[derive(Debug)]
-pub(super) struct TraceCalls {
-    pub(super) table: String,
+pub(super) struct DynamoDbCalls {
+    table: String,
 }
 
-/// One call's open subsegment and attempts, in the call's own state.
+impl DynamoDbCalls {
+    pub(super) fn new(table: &str) -> Self {
+        Self {
+            table: table.to_owned(),
+        }
+    }
+}
+
+/// One call's span and attempts, in the call's own state; the span closes
+/// when the call ends.
 #[derive(Debug)]
 struct Call {
     span: Mutex<Option<Span>>,
@@ -47,16 +58,16 @@ impl Storable for Call {
 }
 
 impl Call {
-    fn with<T>(config: &ConfigBag, use_span: impl FnOnce(&mut Span) -> T) -> Option<T> {
+    fn span(config: &ConfigBag) -> Option<Span> {
         let call = config.load::<Call>()?;
-        let mut span = call.span.lock().unwrap_or_else(PoisonError::into_inner);
-        span.as_mut().map(use_span)
+        let span = call.span.lock().unwrap_or_else(PoisonError::into_inner);
+        span.clone()
     }
 }
 
-impl Intercept for TraceCalls {
+impl Intercept for DynamoDbCalls {
     fn name(&self) -> &'static str {
-        "XRayTraceCalls"
+        "XRayDynamoDbCalls"
     }
 
     // Not `read_before_execution`: a client's interceptors run that before
@@ -67,16 +78,18 @@ impl Intercept for TraceCalls {
         _components: &RuntimeComponents,
         config: &mut ConfigBag,
     ) -> Result<(), BoxError> {
-        let mut span = Span::start("DynamoDB");
-        span.aws(|| AwsCall {
-            operation: config
-                .load::<Metadata>()
-                .map(|metadata| metadata.name().to_owned())
-                .unwrap_or_default(),
-            table_name: Some(self.table.clone()),
-            request_id: None,
-            retries: 0,
-        });
+        let operation = config.load::<Metadata>().map_or("", Metadata::name);
+        let span = tracing::info_span!(
+            target: "xray",
+            "DynamoDB",
+            xray.namespace = "aws",
+            aws.operation = operation,
+            aws.table_name = self.table.as_str(),
+            aws.retries = 0_u64,
+            aws.request_id = Empty,
+            http.status = Empty,
+            xray.outcome = Empty,
+        );
         config.interceptor_state().store_put(Call {
             span: Mutex::new(Some(span)),
             attempts: AtomicU32::new(0),
@@ -90,11 +103,13 @@ impl Intercept for TraceCalls {
         _components: &RuntimeComponents,
         config: &mut ConfigBag,
     ) -> Result<(), BoxError> {
-        let retry = config
+        let attempt = config
             .load::<Call>()
-            .is_some_and(|call| call.attempts.fetch_add(1, Ordering::Relaxed) > 0);
-        if retry {
-            Call::with(config, |span| span.update_aws(|call| call.retries += 1));
+            .map_or(0, |call| call.attempts.fetch_add(1, Ordering::Relaxed));
+        if attempt > 0
+            && let Some(span) = Call::span(config)
+        {
+            span.record("aws.retries", attempt);
         }
         Ok(())
     }
@@ -107,7 +122,7 @@ impl Intercept for TraceCalls {
     ) -> Result<(), BoxError> {
         // In place of the SDK's own header, which it takes from the
         // process-wide `_X_AMZN_TRACE_ID`.
-        if let Some(Some(header)) = Call::with(config, |span| span.downstream_header()) {
+        if let Some(header) = Call::span(config).and_then(|span| downstream_header(&span)) {
             context
                 .request_mut()
                 .headers_mut()
@@ -125,7 +140,8 @@ impl Intercept for TraceCalls {
         let Some(call) = config.load::<Call>() else {
             return Ok(());
         };
-        let Some(mut span) = call
+        // Taken, so that the span closes now, with the call.
+        let Some(span) = call
             .span
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
@@ -134,26 +150,22 @@ impl Intercept for TraceCalls {
             return Ok(());
         };
         let response = context.response();
-        let status = response.map(|response| response.status().as_u16());
-        span.update_aws(|call| {
-            call.request_id = response
-                .and_then(|response| response.headers().get("x-amzn-requestid"))
-                .map(str::to_owned);
-        });
-        if let Some(status) = status {
-            span.http_status(status);
+        if let Some(request_id) =
+            response.and_then(|response| response.headers().get("x-amzn-requestid"))
+        {
+            span.record("aws.request_id", request_id);
         }
         let code = match context.output_or_error() {
             Some(Err(error)) => error.as_operation_error().and_then(error_code),
             _ => None,
         };
-        let outcome = match (status, code) {
-            (_, Some(code)) if THROTTLING_CODES.contains(&code) => Outcome::Throttle,
-            (Some(status), _) => Outcome::of_status(status),
-            // No answer: timed out, or never reached DynamoDB.
-            (None, _) => Outcome::Fault,
-        };
-        span.end(outcome);
+        if code.is_some_and(|code| THROTTLING_CODES.contains(&code)) {
+            span.record("xray.outcome", "throttle");
+        }
+        // No status: timed out, or never reached DynamoDB, a fault.
+        if let Some(response) = response {
+            span.record("http.status", response.status().as_u16());
+        }
         Ok(())
     }
 }

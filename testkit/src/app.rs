@@ -2,11 +2,12 @@
 
 use aws_sdk_dynamodb::Client;
 use aws_sdk_dynamodb::types::AttributeValue;
-use lambda_http::{Context, LambdaEvent, Request};
+use lambda_http::Context;
+use plant_store::api::PlantApi;
 use plant_store::auth::Verifier;
 use plant_store::config::DEFAULT_MAX_PLANTS_PER_OWNER;
-use plant_store::http::PlantApi;
-use plant_store::store::{PlantStore, counter_owner};
+use plant_store::store::PlantStore;
+use plant_store::store::layout::counter_owner;
 use plant_store_admin::create_table;
 use plant_store_local_support::function::Env;
 use serde_json::{Value, json};
@@ -80,8 +81,9 @@ impl TestApp {
         self.calls.count()
     }
 
-    pub async fn send(&self, request: Request) -> TestResponse {
-        TestResponse::from(self.api.handle(request).await)
+    /// Sends `request` as Lambda delivers an HTTP API event.
+    pub async fn send(&self, request: ApiGatewayEvent) -> TestResponse {
+        self.invoke(&request.event()).await
     }
 
     /// Answers `event` as the function's binary does: the whole invocation,
@@ -92,18 +94,16 @@ impl TestApp {
 
     /// [`Self::invoke`] with the invocation's `context` (its deadline).
     pub async fn invoke_in(&self, event: &str, context: Context) -> TestResponse {
-        let event = serde_json::from_str(event).unwrap();
-        let answer = self.api.invoke(LambdaEvent::new(event, context)).await;
-        TestResponse::from_lambda_response(&serde_json::to_value(answer).unwrap())
+        TestResponse::from(self.api.invoke(event, context).await)
     }
 
     pub async fn post(&self, authorization: &str, body: &str) -> TestResponse {
-        self.send(ApiGatewayEvent::create_plant(authorization, body).build())
+        self.send(ApiGatewayEvent::create_plant(authorization, body))
             .await
     }
 
     pub async fn get(&self, authorization: &str, query: &str) -> TestResponse {
-        self.send(ApiGatewayEvent::list_plants(authorization, query).build())
+        self.send(ApiGatewayEvent::list_plants(authorization, query))
             .await
     }
 

@@ -1,6 +1,5 @@
 //! The API Gateway events the tests send.
 
-use lambda_http::Request;
 use serde_json::{Value, json};
 
 /// A request as an HTTP API (v2) event, converted exactly as the function
@@ -55,10 +54,6 @@ impl ApiGatewayEvent {
         self
     }
 
-    pub fn build(self) -> Request {
-        request(&self.event())
-    }
-
     /// The event as Lambda delivers it (what the Runtime API hands out).
     pub fn event(self) -> String {
         // API Gateway joins repeated headers with a comma in v2 events.
@@ -99,11 +94,4 @@ impl ApiGatewayEvent {
         });
         event.to_string()
     }
-}
-
-/// The request an event carries, read by the function's own conversion
-/// (`plant_store::event`); panics if the function would answer it 400.
-pub fn request(event: &str) -> Request {
-    let event = serde_json::from_str(event).unwrap();
-    plant_store::event::read(event).1.unwrap()
 }

@@ -25,7 +25,7 @@ pub use app::TestApp;
 pub use dynamodb::{
     CallCounter, WriteUnits, counted_dynamodb_client, dynamodb_client, dynamodb_client_with,
 };
-pub use event::{ApiGatewayEvent, request};
+pub use event::ApiGatewayEvent;
 pub use keys::{TestKeys, bearer, keys, token, token_rules, verifier};
 pub use plant_store_local_support::keys::{AUDIENCE, ISSUER, SigningKey, unix_now};
 pub use plant_store_local_support::{

@@ -1,7 +1,7 @@
 //! Responses as the tests read them, and the assertions they share.
 
 use lambda_http::http::HeaderMap;
-use lambda_http::{Body, Response};
+use plant_store::event::InvocationResponse;
 use serde_json::{Value, json};
 
 use crate::TestApp;
@@ -14,12 +14,9 @@ pub struct TestResponse {
     pub body: Value,
 }
 
-impl From<Response<Body>> for TestResponse {
-    fn from(response: Response<Body>) -> Self {
-        let Body::Text(body) = response.body() else {
-            panic!("expected a text body, got {:?}", response.body());
-        };
-        Self::new(response.status().as_u16(), response.headers().clone(), body)
+impl From<InvocationResponse> for TestResponse {
+    fn from(response: InvocationResponse) -> Self {
+        Self::from_lambda_response(&serde_json::to_value(response).unwrap())
     }
 }
 

@@ -37,7 +37,7 @@ async fn tokens_of_every_accepted_algorithm_verify() {
 async fn a_missing_or_non_bearer_authorization_gets_the_plain_challenge() {
     let app = TestApp::new().await;
     let response = app
-        .send(plant_store_testkit::ApiGatewayEvent::new("GET", "/plants").build())
+        .send(plant_store_testkit::ApiGatewayEvent::new("GET", "/plants"))
         .await;
     response.assert_error(401, "Authorization");
     assert_eq!(response.header("www-authenticate"), Some(CHALLENGE));

@@ -1,8 +1,9 @@
 //! The contract, row by row, through the production handler and a real
 //! DynamoDB Local: status, headers, body, and what is in the table afterwards.
 
+use lambda_http::Context;
+use plant_store::api::PlantApi;
 use plant_store::config::DEFAULT_MAX_PLANTS_PER_OWNER;
-use plant_store::http::PlantApi;
 use plant_store::store::PlantStore;
 use plant_store_testkit::{
     ApiGatewayEvent, TestApp, TestResponse, bearer, dynamodb_client, verifier,
@@ -220,8 +221,7 @@ async fn content_type_must_be_json_and_a_missing_one_is_read_as_json() {
         let request = ApiGatewayEvent::new("POST", "/plants")
             .header("authorization", &bearer("alice"))
             .header("content-type", content_type)
-            .body(r#"{"id": 1, "name": "Fern"}"#)
-            .build();
+            .body(r#"{"id": 1, "name": "Fern"}"#);
         app.send(request).await.assert_error(415, "Content-Type");
     }
     assert_eq!(app.stored_items().await.len(), 0);
@@ -236,7 +236,7 @@ async fn content_type_must_be_json_and_a_missing_one_is_read_as_json() {
             request = request.header("content-type", content_type);
         }
         let body = json!({"id": id, "name": "Fern"}).to_string();
-        let response = app.send(request.body(&body).build()).await;
+        let response = app.send(request.body(&body)).await;
         assert_eq!(response.status, 200, "{content_type:?}");
     }
     assert_eq!(app.stored_items().await.len(), 3);
@@ -265,15 +265,12 @@ async fn bodies_over_16_kib_get_413_and_write_nothing() {
 async fn unknown_paths_get_404_and_other_methods_405_with_allow() {
     let app = TestApp::new().await;
     for path in ["/", "/plant", "/plants/7", "/plantsx", "/v1/plants"] {
-        let request = ApiGatewayEvent::new("GET", path)
-            .header("authorization", &bearer("alice"))
-            .build();
+        let request = ApiGatewayEvent::new("GET", path).header("authorization", &bearer("alice"));
         app.send(request).await.assert_error(404, "path");
     }
     for method in ["PUT", "DELETE", "PATCH", "HEAD", "OPTIONS"] {
-        let request = ApiGatewayEvent::new(method, "/plants")
-            .header("authorization", &bearer("alice"))
-            .build();
+        let request =
+            ApiGatewayEvent::new(method, "/plants").header("authorization", &bearer("alice"));
         let response = app.send(request).await;
         response.assert_error(405, method);
         assert_eq!(response.header("allow"), Some("GET, POST"));
@@ -285,12 +282,9 @@ async fn a_trailing_slash_is_the_same_path() {
     let app = TestApp::new().await;
     let request = ApiGatewayEvent::new("POST", "/plants/")
         .header("authorization", &bearer("alice"))
-        .body(r#"{"id": 1, "name": "Fern"}"#)
-        .build();
+        .body(r#"{"id": 1, "name": "Fern"}"#);
     assert_eq!(app.send(request).await.status, 200);
-    let request = ApiGatewayEvent::new("GET", "/plants/")
-        .header("authorization", &bearer("alice"))
-        .build();
+    let request = ApiGatewayEvent::new("GET", "/plants/").header("authorization", &bearer("alice"));
     assert_eq!(app.send(request).await.body, json!([{"name": "Fern"}]));
 }
 
@@ -308,13 +302,10 @@ async fn an_unexpected_store_error_is_a_generic_500_that_leaks_nothing() {
     );
     let post = ApiGatewayEvent::new("POST", "/plants")
         .header("authorization", &bearer("alice"))
-        .body(r#"{"id": 1, "name": "Fern"}"#)
-        .build();
-    let get = ApiGatewayEvent::new("GET", "/plants")
-        .header("authorization", &bearer("alice"))
-        .build();
+        .body(r#"{"id": 1, "name": "Fern"}"#);
+    let get = ApiGatewayEvent::new("GET", "/plants").header("authorization", &bearer("alice"));
     for request in [post, get] {
-        let response = TestResponse::from(api.handle(request).await);
+        let response = TestResponse::from(api.invoke(&request.event(), Context::default()).await);
         response.assert_error(500, "unexpected error");
         let body = response.body.to_string();
         for secret in [

@@ -3,40 +3,40 @@
 //! cases at the limits are accepted. Afterwards the table holds exactly the
 //! accepted plants.
 
-use lambda_http::Request;
 use plant_store_testkit::{ApiGatewayEvent, TestApp, bearer, token};
 use serde_json::{Value, json};
 
 struct Case {
     name: String,
-    request: Request,
+    /// The event, as Lambda delivers it.
+    request: String,
     status: u16,
     /// For a 4xx: what the message must mention.
     mentions: &'static str,
 }
 
-fn post(body: impl Into<String>) -> Request {
+fn post(body: impl Into<String>) -> String {
     post_as(Some("application/json"), body)
 }
 
-fn post_as(content_type: Option<&str>, body: impl Into<String>) -> Request {
+fn post_as(content_type: Option<&str>, body: impl Into<String>) -> String {
     let mut request =
         ApiGatewayEvent::new("POST", "/plants").header("authorization", &bearer("alice"));
     if let Some(content_type) = content_type {
         request = request.header("content-type", content_type);
     }
-    request.body(&body.into()).build()
+    request.body(&body.into()).event()
 }
 
-fn get(query: &str) -> Request {
+fn get(query: &str) -> String {
     ApiGatewayEvent::new("GET", &format!("/plants?{query}"))
         .header("authorization", &bearer("alice"))
-        .build()
+        .event()
 }
 
 /// A real API Gateway REST (v1) event from events/ whose body is
 /// base64-encoded, as Lambda delivers binary payloads.
-fn binary_post(bytes: &[u8]) -> Request {
+fn binary_post(bytes: &[u8]) -> String {
     use base64::Engine;
     let path = concat!(
         env!("CARGO_MANIFEST_DIR"),
@@ -49,7 +49,7 @@ fn binary_post(bytes: &[u8]) -> Request {
         json!({"Authorization": [authorization], "Content-Type": ["application/json"]});
     event["body"] = json!(base64::engine::general_purpose::STANDARD.encode(bytes));
     event["isBase64Encoded"] = json!(true);
-    plant_store_testkit::request(&event.to_string())
+    event.to_string()
 }
 
 fn nested(levels: usize) -> String {
@@ -62,7 +62,7 @@ fn nested(levels: usize) -> String {
 
 fn cases() -> Vec<Case> {
     let mut cases = Vec::new();
-    let mut add = |name: &str, request: Request, status: u16, mentions: &'static str| {
+    let mut add = |name: &str, request: String, status: u16, mentions: &'static str| {
         cases.push(Case {
             name: name.to_owned(),
             request,
@@ -280,24 +280,24 @@ fn cases() -> Vec<Case> {
     let request = ApiGatewayEvent::new("POST", "/plants")
         .header("authorization", &huge)
         .body(r#"{"id": 1, "name": "x"}"#)
-        .build();
+        .event();
     add("10 KB Authorization header", request, 401, "token");
     // As HTTP APIs and function URLs deliver repeated headers: comma-joined.
     let two = ApiGatewayEvent::new("POST", "/plants")
         .header("authorization", &bearer("alice"))
         .header("authorization", &bearer("mallory"))
         .body(r#"{"id": 1, "name": "Fern"}"#)
-        .build();
+        .event();
     add("two Authorization headers", two, 401, "token");
     let comma = ApiGatewayEvent::new("POST", "/plants")
         .header("authorization", &format!("{},x", bearer("alice")))
         .body(r#"{"id": 1, "name": "Fern"}"#)
-        .build();
+        .event();
     add("a comma after the token", comma, 401, "token");
     let token_in_query =
         ApiGatewayEvent::new("POST", &format!("/plants?access_token={}", token("alice")))
             .body(r#"{"id": 1, "name": "x"}"#)
-            .build();
+            .event();
     add(
         "token in the query, not the header",
         token_in_query,
@@ -314,7 +314,7 @@ async fn hostile_requests_get_the_right_4xx_and_write_nothing() {
     let rejections = cases.iter().filter(|case| case.status >= 400).count();
     assert!(rejections >= 40, "only {rejections} hostile cases");
     for case in cases {
-        let response = app.send(case.request).await;
+        let response = app.invoke(&case.request).await;
         assert_eq!(
             response.status, case.status,
             "{}: {}",

@@ -4,6 +4,10 @@
 //! or one the test kit starts); `tests/logging.rs` is apart because it
 //! installs the process-wide log subscriber.
 
+// The handler's future nests a span per step: deeper than rustc's default
+// for the layout of the tests' futures that await it.
+#![recursion_limit = "256"]
+
 mod acceptance;
 mod auth;
 mod concurrency;

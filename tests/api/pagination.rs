@@ -28,9 +28,8 @@ fn next_link(response: &TestResponse) -> Option<String> {
 }
 
 async fn get_path(app: &TestApp, owner: &str, path_and_query: &str) -> TestResponse {
-    let request = ApiGatewayEvent::new("GET", path_and_query)
-        .header("authorization", &bearer(owner))
-        .build();
+    let request =
+        ApiGatewayEvent::new("GET", path_and_query).header("authorization", &bearer(owner));
     app.send(request).await
 }
 

@@ -9,7 +9,8 @@
 use aws_sdk_dynamodb::types::AttributeValue;
 use futures::future::join_all;
 use plant_store::domain::{NewPlant, Owner};
-use plant_store::store::{Created, Deadline, PlantStore, counter_key};
+use plant_store::store::layout::counter_key;
+use plant_store::store::{Created, Deadline, PlantStore, STORE_BUDGET};
 use plant_store_admin::recount::recount;
 use plant_store_testkit::{TestApp, WriteUnits, bearer, dynamodb_client_with};
 use serde_json::{Value, json};
@@ -120,7 +121,7 @@ async fn write_units_of_a_create(max: u32) -> f64 {
     let store = PlantStore::new(client, &app.table, max);
     let owner = Owner::parse("alice".to_owned()).unwrap();
     let new = NewPlant::from_json(plant(1).as_bytes()).unwrap();
-    let created = store.create(&owner, &new, Deadline::for_invocation(0));
+    let created = store.create(&owner, &new, Deadline::within(STORE_BUDGET));
     assert!(matches!(created.await.unwrap(), Created::New));
     units.total()
 }

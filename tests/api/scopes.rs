@@ -78,7 +78,7 @@ async fn a_read_only_token_lists_and_cannot_create() {
         .header("authorization", &reader)
         .header("content-type", "text/plain")
         .body(&"x".repeat(17 * 1024));
-    assert_insufficient_scope(&app.send(text.build()).await, WRITE);
+    assert_insufficient_scope(&app.send(text).await, WRITE);
     assert_eq!(
         app.dynamodb_calls(),
         calls,

@@ -1,0 +1,132 @@
+//! The DynamoDB client's configuration: where it goes, as whom, and how long
+//! it may take, chosen so that a 503 is always answered well inside the
+//! function's 10 s timeout (template.yaml):
+//! - a connection must open within 0.5 s (Lambda to DynamoDB is ~ms; the
+//!   shared connector's `CONNECT_TIMEOUT`, `crate::https`);
+//! - each attempt gets 1 s (DynamoDB answers in single-digit ms; a 1 MB page
+//!   is far below a second);
+//! - 3 attempts in the SDK's standard mode, with jittered backoff from 50 ms
+//!   up to 0.5 s, so a throttle or a dropped connection is retried quickly;
+//! - 3.5 s for the whole operation, attempts and backoff included; every
+//!   request's store work, all its calls and their retries, also runs
+//!   inside one [`super::Deadline`] of at most [`STORE_BUDGET`].
+
+use std::time::Duration;
+
+use aws_config::environment::{
+    EnvironmentVariableCredentialsProvider, EnvironmentVariableRegionProvider,
+};
+use aws_config::meta::region::ProvideRegion;
+use aws_sdk_dynamodb::config::BehaviorVersion;
+use aws_sdk_dynamodb::config::retry::RetryConfig;
+use aws_sdk_dynamodb::config::timeout::TimeoutConfig;
+
+use crate::https::Https;
+
+const ATTEMPT_TIMEOUT: Duration = Duration::from_secs(1);
+const OPERATION_TIMEOUT: Duration = Duration::from_millis(3500);
+pub const MAX_ATTEMPTS: u32 = 3;
+const INITIAL_BACKOFF: Duration = Duration::from_millis(50);
+const MAX_BACKOFF: Duration = Duration::from_millis(500);
+/// The most a request's store work may take, all calls together: a store
+/// failure is answered within it.
+pub const STORE_BUDGET: Duration = OPERATION_TIMEOUT;
+
+/// The DynamoDB client's configuration: to `endpoint` (DynamoDB Local;
+/// `None`, DynamoDB's regional endpoint, from `crate::config`), in the
+/// region (`AWS_REGION`) and with the function's credentials
+/// (`AWS_ACCESS_KEY_ID`, `AWS_SECRET_ACCESS_KEY`, `AWS_SESSION_TOKEN`) that
+/// the SDK's environment providers read, with this service's retries and
+/// timeouts. Not the SDK's whole default chain (profiles, SSO, web
+/// identity, IMDS): a Lambda function never needs it, and it would add an
+/// STS client to the binary and its file and environment probing to init
+/// (docs/performance.md). Its connections go through `https`, the
+/// function's one HTTPS client.
+pub async fn client_config(https: &Https, endpoint: Option<&str>) -> aws_sdk_dynamodb::Config {
+    let region = EnvironmentVariableRegionProvider::new().region().await;
+    let mut builder = aws_sdk_dynamodb::Config::builder()
+        .behavior_version(BehaviorVersion::latest())
+        .region(region)
+        .credentials_provider(EnvironmentVariableCredentialsProvider::new())
+        .http_client(https.sdk_http_client());
+    builder.set_endpoint_url(endpoint.map(str::to_owned));
+    builder
+        .retry_config(
+            RetryConfig::standard()
+                .with_max_attempts(MAX_ATTEMPTS)
+                .with_initial_backoff(INITIAL_BACKOFF)
+                .with_max_backoff(MAX_BACKOFF),
+        )
+        .timeout_config(
+            TimeoutConfig::builder()
+                .operation_attempt_timeout(ATTEMPT_TIMEOUT)
+                .operation_timeout(OPERATION_TIMEOUT)
+                .build(),
+        )
+        .build()
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::{Arc, Mutex};
+
+    use aws_sdk_dynamodb::Client;
+    use aws_sdk_dynamodb::config::interceptors::BeforeTransmitInterceptorContextRef;
+    use aws_sdk_dynamodb::config::{
+        ConfigBag, Credentials, Intercept, Region, RuntimeComponents, SharedInterceptor,
+    };
+    use aws_sdk_dynamodb::error::BoxError;
+
+    use super::*;
+
+    /// Records the URI of the first request and stops it before it is sent,
+    /// so that no test reaches beyond this machine.
+    #[derive(Debug, Default, Clone)]
+    struct StopBeforeSending(Arc<Mutex<Option<String>>>);
+
+    impl Intercept for StopBeforeSending {
+        fn name(&self) -> &'static str {
+            "StopBeforeSending"
+        }
+
+        fn read_before_transmit(
+            &self,
+            context: &BeforeTransmitInterceptorContextRef<'_>,
+            _components: &RuntimeComponents,
+            _config: &mut ConfigBag,
+        ) -> Result<(), BoxError> {
+            *self.0.lock().unwrap() = Some(context.request().uri().to_owned());
+            Err("stopped before sending".into())
+        }
+    }
+
+    /// Where a Query goes with the client configured for `endpoint`.
+    async fn query_uri(endpoint: Option<&str>) -> String {
+        let stop = StopBeforeSending::default();
+        let https = Https::new(&Default::default()).unwrap();
+        let config = client_config(&https, endpoint)
+            .await
+            .to_builder()
+            .region(Region::new("eu-west-1"))
+            .credentials_provider(Credentials::new("id", "secret", None, None, "test"))
+            .interceptor(SharedInterceptor::new(stop.clone()))
+            .build();
+        let sent = Client::from_conf(config)
+            .query()
+            .table_name("plants")
+            .send();
+        assert!(sent.await.is_err(), "the interceptor stops every request");
+        let uri = stop.0.lock().unwrap().clone();
+        uri.expect("a request was built")
+    }
+
+    #[tokio::test]
+    async fn without_an_endpoint_the_client_goes_to_dynamodbs_regional_endpoint() {
+        assert_eq!(
+            query_uri(None).await,
+            "https://dynamodb.eu-west-1.amazonaws.com/"
+        );
+        let local = "http://172.17.0.1:8000";
+        assert_eq!(query_uri(Some(local)).await, "http://172.17.0.1:8000/");
+    }
+}

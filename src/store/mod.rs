@@ -1,0 +1,355 @@
+//! The DynamoDB adapter: plants in, plants out, and the bound on plants per
+//! owner. By concern: [`layout`] (the table's layout, the only place that
+//! knows it), [`client`] (the SDK client's configuration), `error` (what a
+//! failure means), `xray` (each call as an X-Ray subsegment).
+//!
+//! The bound, in two single-item writes (2 write units for an accepted
+//! create, no transaction): first the count takes a place (a conditional
+//! `UpdateItem`, `plants < max`), then the plant is put (a conditional
+//! `PutItem`, the id free). So at every instant `plants <= count <= max`:
+//! the count rises before its plant exists and falls back only when the put
+//! is known not to have happened (the id was taken, or DynamoDB refused
+//! it). A crash, a timeout or the deadline between the two writes leaves
+//! the count one high, never low: the bound stays strict, and
+//! `plant-store-admin recount` repairs it. With the bound off a create is
+//! the conditional put alone (1 write unit).
+
+use std::num::NonZeroU32;
+use std::time::Duration;
+
+use aws_sdk_dynamodb::Client;
+use aws_sdk_dynamodb::operation::put_item::PutItemError;
+use aws_sdk_dynamodb::operation::query::builders::QueryFluentBuilder;
+use aws_sdk_dynamodb::types::{AttributeValue, ReturnValuesOnConditionCheckFailure};
+
+use crate::domain::{Limit, NewPlant, Owner, Plant, PlantId};
+
+pub mod client;
+mod error;
+pub mod layout;
+mod xray;
+
+pub use client::{MAX_ATTEMPTS, STORE_BUDGET, client_config};
+pub use error::StoreError;
+use error::{condition_failed, refused_unwritten};
+use layout::{
+    ID, OWNER, PLANT_COUNT, counter_key, item_key, nobodys_partition, plant_from_item, plant_id,
+    plant_item,
+};
+
+/// The most that warming the connection may add to init when DynamoDB is
+/// slow or unreachable.
+const WARM_UP_TIMEOUT: Duration = Duration::from_secs(1);
+
+/// When a request's store work must be over: past it the answer is 503.
+#[derive(Debug, Clone, Copy)]
+pub struct Deadline(tokio::time::Instant);
+
+impl Deadline {
+    /// `left` from now, and never later than [`STORE_BUDGET`] from now.
+    pub fn within(left: Duration) -> Self {
+        Self(tokio::time::Instant::now() + left.min(STORE_BUDGET))
+    }
+
+    /// How long is left.
+    #[cfg(test)]
+    pub(crate) fn left(self) -> Duration {
+        self.0
+            .saturating_duration_since(tokio::time::Instant::now())
+    }
+
+    /// `work`, or [`StoreError::Unavailable`] when the deadline passes first
+    /// (the work is dropped: see the module's comment for what that leaves).
+    async fn run<T>(
+        self,
+        work: impl Future<Output = Result<T, StoreError>>,
+    ) -> Result<T, StoreError> {
+        tokio::time::timeout_at(self.0, work)
+            .await
+            .unwrap_or_else(|_| {
+                Err(StoreError::Unavailable(
+                    "the request's deadline passed before the store answered".into(),
+                ))
+            })
+    }
+}
+
+/// The answer to a create: the plant is new, a plant already has that id,
+/// or the owner has as many plants as allowed.
+#[derive(Debug)]
+pub enum Created {
+    New,
+    AlreadyStored(Plant),
+    LimitReached,
+}
+
+/// One page of a listing.
+#[derive(Debug)]
+pub struct Page {
+    pub plants: Vec<Plant>,
+    /// Set when more plants exist: the id the next page starts after.
+    pub next_after: Option<PlantId>,
+}
+
+#[derive(Clone)]
+pub struct PlantStore {
+    client: Client,
+    table: String,
+    /// How many plants one owner may store; `None`: no bound.
+    bound: Option<NonZeroU32>,
+}
+
+impl PlantStore {
+    /// `max_plants_per_owner` 0 turns the bound off.
+    pub fn new(client: Client, table: impl Into<String>, max_plants_per_owner: u32) -> Self {
+        Self {
+            client,
+            table: table.into(),
+            bound: NonZeroU32::new(max_plants_per_owner),
+        }
+    }
+
+    /// The store with each of its DynamoDB calls recorded as an X-Ray
+    /// subsegment and the trace header passed on (`xray.rs`): only where
+    /// X-Ray is on, so that no call pays for it otherwise.
+    pub fn traced(self) -> Self {
+        let traced = self.client.config().to_builder();
+        let traced = traced.interceptor(xray::DynamoDbCalls::new(&self.table));
+        Self {
+            client: Client::from_conf(traced.build()),
+            ..self
+        }
+    }
+
+    /// How many plants one owner may store (0: no bound).
+    pub fn max_plants_per_owner(&self) -> u32 {
+        self.bound.map_or(0, NonZeroU32::get)
+    }
+
+    /// Connects to DynamoDB during init, where Lambda gives the function full
+    /// CPU, so that the first request does not pay for the TLS handshake,
+    /// the trust store, credentials and signing set-up. It queries one item
+    /// of a partition that no token can name, so no plant is read or
+    /// written, with the only read the IAM policy allows. A failure is
+    /// logged, never fatal, and costs at most [`WARM_UP_TIMEOUT`].
+    pub async fn warm_up(&self) {
+        let query = self.query_partition(nobodys_partition()).limit(1).send();
+        match tokio::time::timeout(WARM_UP_TIMEOUT, query).await {
+            Ok(Ok(_)) => {}
+            Ok(Err(error)) => {
+                let error = StoreError::from(error);
+                tracing::warn!(?error, "warming the DynamoDB connection failed");
+            }
+            Err(_) => tracing::warn!("warming the DynamoDB connection timed out"),
+        }
+    }
+
+    /// Stores a plant unless the owner already has one with that id (never
+    /// overwrites) or already has the most plants allowed; every call within
+    /// `deadline`. A stored plant of that id is always answered, at the
+    /// bound too, so that a retry of a stored plant is never refused for the
+    /// bound. The module's comment says how the bound stays strict.
+    pub async fn create(
+        &self,
+        owner: &Owner,
+        new: &NewPlant,
+        deadline: Deadline,
+    ) -> Result<Created, StoreError> {
+        let Some(bound) = self.bound else {
+            return deadline.run(self.put(owner, new)).await?.into();
+        };
+        if !deadline.run(self.take_place(owner, bound)).await? {
+            // At the bound: a retry of a stored plant, a conflict, or the
+            // bound, told apart by the stored item as it is now.
+            return Ok(match deadline.run(self.stored(owner, new.id)).await? {
+                Some(stored) => Created::AlreadyStored(stored),
+                None => Created::LimitReached,
+            });
+        }
+        let put = deadline.run(self.put(owner, new)).await?;
+        if !matches!(put, Put::Written)
+            && let Err(error) = deadline.run(self.give_place_back(owner)).await
+        {
+            // The count stays one high: the bound is strict still.
+            tracing::warn!(?error, "the count could not be given back");
+        }
+        put.into()
+    }
+
+    /// Takes one place in the owner's count, if it is below `bound`.
+    async fn take_place(&self, owner: &Owner, bound: NonZeroU32) -> Result<bool, StoreError> {
+        let taken = self
+            .client
+            .update_item()
+            .table_name(&self.table)
+            .set_key(Some(counter_key(owner.as_str())))
+            .update_expression("SET #plants = if_not_exists(#plants, :zero) + :one")
+            .condition_expression("attribute_not_exists(#plants) OR #plants < :max")
+            .expression_attribute_names("#plants", PLANT_COUNT)
+            .expression_attribute_values(":zero", AttributeValue::N("0".into()))
+            .expression_attribute_values(":one", AttributeValue::N("1".into()))
+            .expression_attribute_values(":max", AttributeValue::N(bound.to_string()))
+            .send()
+            .await;
+        match taken {
+            Ok(_) => Ok(true),
+            Err(error) if condition_failed(&error) => Ok(false),
+            Err(error) => Err(error.into()),
+        }
+    }
+
+    /// Gives back a place the count took for a plant that was not written.
+    async fn give_place_back(&self, owner: &Owner) -> Result<(), StoreError> {
+        self.client
+            .update_item()
+            .table_name(&self.table)
+            .set_key(Some(counter_key(owner.as_str())))
+            .update_expression("SET #plants = #plants - :one")
+            .condition_expression("#plants > :zero")
+            .expression_attribute_names("#plants", PLANT_COUNT)
+            .expression_attribute_values(":zero", AttributeValue::N("0".into()))
+            .expression_attribute_values(":one", AttributeValue::N("1".into()))
+            .send()
+            .await?;
+        Ok(())
+    }
+
+    /// Puts the plant if its id is free; else the stored plant, from the
+    /// failed condition itself (no second read).
+    async fn put(&self, owner: &Owner, new: &NewPlant) -> Result<Put, StoreError> {
+        let put = self
+            .client
+            .put_item()
+            .table_name(&self.table)
+            .set_item(Some(plant_item(owner, new)))
+            .condition_expression("attribute_not_exists(#id)")
+            .expression_attribute_names("#id", ID.name)
+            .return_values_on_condition_check_failure(ReturnValuesOnConditionCheckFailure::AllOld)
+            .send()
+            .await;
+        let error = match put {
+            Ok(_) => return Ok(Put::Written),
+            Err(error) => error,
+        };
+        if let Some(PutItemError::ConditionalCheckFailedException(failed)) =
+            error.as_service_error()
+        {
+            let stored = failed.item().ok_or_else(|| {
+                StoreError::Unexpected("condition failed without the stored item".into())
+            })?;
+            return Ok(Put::Taken(
+                plant_from_item(stored).map_err(StoreError::Unexpected)?,
+            ));
+        }
+        if refused_unwritten(&error) {
+            return Ok(Put::Refused(error.into()));
+        }
+        Err(error.into())
+    }
+
+    /// The owner's plant of this id as it is now (a strongly consistent read).
+    async fn stored(&self, owner: &Owner, id: PlantId) -> Result<Option<Plant>, StoreError> {
+        let read = self
+            .client
+            .get_item()
+            .table_name(&self.table)
+            .set_key(Some(item_key(owner, id)))
+            .consistent_read(true)
+            .send()
+            .await?;
+        let stored = read.item().map(plant_from_item).transpose();
+        stored.map_err(StoreError::Unexpected)
+    }
+
+    /// A page of the owner's plants in ascending id order: at most `limit`,
+    /// after `after` when given, and the id to continue after when more exist.
+    /// Only the owner's partition is read, `limit + 1` items at most (the one
+    /// extra tells whether more exist), and what is no plant is passed over.
+    /// DynamoDB pages at 1 MB, so this keeps querying until it has them or
+    /// the partition ends.
+    pub async fn list(
+        &self,
+        owner: &Owner,
+        limit: Limit,
+        after: Option<PlantId>,
+        deadline: Deadline,
+    ) -> Result<Page, StoreError> {
+        deadline.run(self.list_now(owner, limit, after)).await
+    }
+
+    async fn list_now(
+        &self,
+        owner: &Owner,
+        limit: Limit,
+        after: Option<PlantId>,
+    ) -> Result<Page, StoreError> {
+        let wanted = limit.get();
+        let mut rows: Vec<(PlantId, Plant)> = Vec::with_capacity(wanted + 1);
+        let mut start_key = after.map(|id| item_key(owner, id));
+        loop {
+            let remaining = i32::try_from(wanted + 1 - rows.len()).unwrap_or(i32::MAX);
+            let page = self
+                .query_partition(owner.as_str().to_owned())
+                // Read your writes: a plant answered 200 is in the next listing.
+                .consistent_read(true)
+                .scan_index_forward(true)
+                .limit(remaining)
+                .set_exclusive_start_key(start_key)
+                .send()
+                .await?;
+            for item in page.items() {
+                if let Some(id) = plant_id(item) {
+                    let plant = plant_from_item(item).map_err(StoreError::Unexpected)?;
+                    rows.push((id, plant));
+                }
+            }
+            match page.last_evaluated_key {
+                Some(key) if rows.len() <= wanted => start_key = Some(key),
+                _ => break,
+            }
+        }
+        let more = rows.len() > wanted;
+        rows.truncate(wanted);
+        let next_after = if more {
+            rows.last().map(|(id, _)| *id)
+        } else {
+            None
+        };
+        Ok(Page {
+            plants: rows.into_iter().map(|(_, plant)| plant).collect(),
+            next_after,
+        })
+    }
+
+    /// A Query of one partition: its key alone, so that DynamoDB does no
+    /// work beyond reading the items (what is no plant is passed over by the
+    /// reader, [`plant_id`]).
+    fn query_partition(&self, partition: String) -> QueryFluentBuilder {
+        self.client
+            .query()
+            .table_name(&self.table)
+            .key_condition_expression("#owner = :owner")
+            .expression_attribute_names("#owner", OWNER.name)
+            .expression_attribute_values(":owner", AttributeValue::S(partition))
+    }
+}
+
+/// What a put did: wrote the plant, found the id taken (the stored plant),
+/// or was refused before writing anything (throttled); whatever else
+/// happened (a timeout, DynamoDB's 5xx) may have written it, and is an
+/// error.
+enum Put {
+    Written,
+    Taken(Plant),
+    Refused(StoreError),
+}
+
+impl From<Put> for Result<Created, StoreError> {
+    fn from(put: Put) -> Self {
+        match put {
+            Put::Written => Ok(Created::New),
+            Put::Taken(stored) => Ok(Created::AlreadyStored(stored)),
+            Put::Refused(error) => Err(error),
+        }
+    }
+}
