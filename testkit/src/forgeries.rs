@@ -33,6 +33,7 @@ fn encode_part(value: &Value) -> String {
 pub fn forged_tokens() -> Vec<(&'static str, String)> {
     let mut cases = forged_signatures();
     cases.extend(misissued_claims());
+    cases.extend(refused_headers());
     let oversized = format!(
         "{}.{}.{}",
         "a".repeat(4000),
@@ -120,6 +121,20 @@ fn forged_signatures() -> Vec<(&'static str, String)> {
     ]
 }
 
+/// Headers that the verifier must refuse, over valid claims signed with a
+/// published key.
+fn refused_headers() -> Vec<(&'static str, String)> {
+    let published = keys().eddsa();
+    // RFC 7515, section 4.1.11: an extension the verifier does not
+    // understand, named critical.
+    let mut critical = header_with_kid(Algorithm::EdDSA, published.kid());
+    critical.crit = Some(vec!["https://plant-store.test/unknown".to_owned()]);
+    vec![(
+        "crit names an unknown extension",
+        signed_as(&critical, published.pkcs8_pem()),
+    )]
+}
+
 /// Claims that the contract refuses, signed with a published key.
 fn misissued_claims() -> Vec<(&'static str, String)> {
     let sign = |claims: Value| keys().eddsa().sign(&claims).unwrap();
@@ -146,6 +161,10 @@ fn misissued_claims() -> Vec<(&'static str, String)> {
         ("no iss", sign(without(alice(), "iss"))),
         ("no sub", sign(without(alice(), "sub"))),
         ("empty sub", sign(claims(""))),
+        ("whitespace sub", sign(claims(" \t"))),
+        ("sub ending in NUL", sign(claims("alice\u{0}"))),
+        ("sub with NUL inside", sign(claims("al\u{0}ice"))),
+        ("sub with a line break", sign(claims("alice\nbob"))),
         (
             "string exp",
             sign(with(alice(), "exp", json!((now + 600).to_string()))),

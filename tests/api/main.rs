@@ -21,6 +21,7 @@ mod quota;
 mod remote_keys;
 mod sam_local;
 mod scopes;
+mod token_cache;
 mod trust;
 mod xray;
 

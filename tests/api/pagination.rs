@@ -3,6 +3,7 @@
 //! page, and cursors that cannot leave the caller's own plants.
 
 use futures::StreamExt;
+use plant_store::domain::{Cursor, PlantId};
 use plant_store_testkit::{ApiGatewayEvent, TestApp, TestResponse, bearer};
 use serde_json::{Value, json};
 
@@ -158,6 +159,29 @@ async fn a_cursor_taken_by_one_owner_only_moves_within_the_callers_plants() {
         .map(|id| json!({"name": format!("bob's {id}")}))
         .collect();
     assert_eq!(bobs_view.body, json!(expected));
+}
+
+#[tokio::test]
+async fn a_well_formed_cursor_at_any_id_answers_the_callers_plants_after_it() {
+    let app = TestApp::new().await;
+    let ids = [i64::MIN, -1, 0, 7, i64::MAX - 1, i64::MAX];
+    create_plants(&app, "alice", ids).await;
+    for (at, after) in ids.iter().enumerate() {
+        let cursor = Cursor::after(PlantId::new(*after)).encode();
+        let page = app
+            .get(&bearer("alice"), &format!("limit=1000&cursor={cursor}"))
+            .await;
+        let expected: Vec<Value> = ids[at + 1..]
+            .iter()
+            .map(|id| json!({"name": plant_name(*id)}))
+            .collect();
+        assert_eq!(
+            (page.status, &page.body),
+            (200, &json!(expected)),
+            "after {after}"
+        );
+        assert_eq!(next_link(&page), None);
+    }
 }
 
 #[tokio::test]

@@ -189,7 +189,12 @@ async fn with_scopes_off_the_claims_change_nothing() {
 #[tokio::test]
 async fn a_token_without_a_subject_is_invalid_before_its_scopes_are_read() {
     let app = app_requiring_scopes().await;
-    for sub in [String::new(), "x".repeat(513)] {
+    for sub in [
+        String::new(),
+        " ".to_owned(),
+        "al\0ice".to_owned(),
+        "x".repeat(513),
+    ] {
         let token = keys()
             .eddsa()
             .sign(&with(claims(&sub), "scope", json!("")))

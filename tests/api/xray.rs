@@ -336,6 +336,38 @@ async fn an_unsampled_invocation_sends_nothing_and_passes_its_header_on() {
 }
 
 #[tokio::test]
+async fn without_a_daemon_address_nothing_is_traced_and_no_header_passed_on() {
+    let app = TestApp::new().await;
+    let proxy = FaultProxy::start(&TestApp::dynamodb_url(), &[], Fault::PassThrough).await;
+    let mut env = app.function_env();
+    // Concurrent, as Lambda Managed Instances run it: lambda_runtime then
+    // sets no process-wide `_X_AMZN_TRACE_ID` for the SDK to pass on, so any
+    // header DynamoDB gets would be the function's own tracer's.
+    env.set("AWS_ENDPOINT_URL_DYNAMODB", &proxy.url)
+        .set("AWS_LAMBDA_LOG_FORMAT", "JSON")
+        .set("AWS_LAMBDA_MAX_CONCURRENCY", "2");
+    let function = LambdaProcess::start(&crate::bootstrap_command(), &env).await;
+    let before = proxy.call_count();
+    let post = ApiGatewayEvent::create_plant(&bearer("gina"), r#"{"id": 1, "name": "Fern"}"#);
+    let invoked = function.invoke(&post.event()).await;
+    assert_eq!(
+        TestResponse::from_lambda_response(&invoked.response).status,
+        200
+    );
+    let headers: Vec<Option<String>> = (proxy.calls_since(before).into_iter())
+        .map(|call| call.trace_header)
+        .collect();
+    assert_eq!(headers, [None, None], "two writes, neither traced");
+    // The log still names the invocation's trace.
+    let ids = trace_ids(&invoked);
+    let request_line = (function.output().iter())
+        .filter_map(|line| serde_json::from_str::<Value>(line).ok())
+        .find(|line| line["message"] == "request")
+        .expect("a request line");
+    assert_eq!(request_line["span"]["traceId"], ids.root.as_str());
+}
+
+#[tokio::test]
 async fn a_daemon_that_is_not_there_changes_no_answer() {
     let app = TestApp::new().await;
     // A port that nothing listens on: the datagrams go nowhere.
