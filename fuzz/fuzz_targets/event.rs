@@ -17,11 +17,11 @@ mod common;
 
 use aws_sdk_dynamodb::config::retry::RetryConfig;
 use aws_sdk_dynamodb::config::{BehaviorVersion, Credentials, Region};
-use lambda_http::{Context, LambdaEvent};
+use lambda_http::Context;
 use libfuzzer_sys::arbitrary::{Result, Unstructured};
 use libfuzzer_sys::fuzz_target;
+use plant_store::api::PlantApi;
 use plant_store::auth::Verifier;
-use plant_store::http::PlantApi;
 use plant_store::https::Https;
 use plant_store::store::PlantStore;
 use serde_json::{Value, json};
@@ -133,11 +133,10 @@ fuzz_target!(|data: &[u8]| {
     let Ok(event) = event(setup, &mut Unstructured::new(data)) else {
         return;
     };
-    let answer = setup.runtime.block_on(
-        setup
-            .api
-            .invoke(LambdaEvent::new(event, Context::default())),
-    );
+    let event = event.to_string();
+    let answer = setup
+        .runtime
+        .block_on(setup.api.invoke(&event, Context::default()));
     let answer = serde_json::to_value(answer).unwrap();
     let status = answer["statusCode"].as_u64().unwrap();
     assert!(

@@ -1,7 +1,7 @@
 //! `cargo xtask fuzz`: fuzzes the request-to-response path without the
 //! network: whole events through the invocation, the request body (NewPlant
 //! parsing), the Authorization header (bearer parsing and JWT verification),
-//! `limit`, `cursor` and the scope claims ([`TARGETS`]). Each target
+//! `limit`, `cursor`, the scope claims and the subject ([`TARGETS`]). Each target
 //! runs for `--seconds` (30; longer: `scripts/fuzz --seconds 600`) and must
 //! end with no crash and no panic; prints executions per target. Targets
 //! run side by side, one per core.
@@ -19,13 +19,14 @@ use plant_store_local_support::process::{GRACE, Started, start};
 use plant_store_local_support::tools::ensure_cargo_tool;
 use plant_store_local_support::{Result, log, tools_dir};
 
-const TARGETS: [&str; 6] = [
+const TARGETS: [&str; 7] = [
     "event",
     "body",
     "authorization",
     "limit",
     "cursor",
     "scopes",
+    "subject",
 ];
 
 /// cargo-fuzz, installed into .tools/cargo on first use.
