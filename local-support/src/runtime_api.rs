@@ -233,6 +233,24 @@ impl LambdaProcess {
         peak.trim().trim_end_matches("kB").trim().parse().unwrap()
     }
 
+    /// The CPU time the function's threads have had so far, to the
+    /// nanosecond: the scheduler's own count (`/proc/PID/task/*/schedstat`,
+    /// Linux only; elsewhere `None`).
+    pub fn cpu_time(&self) -> Option<Duration> {
+        #[cfg(target_os = "linux")]
+        {
+            let tasks = std::fs::read_dir(format!("/proc/{}/task", self.pid())).ok()?;
+            let on_cpu = |task: std::fs::DirEntry| -> Option<u64> {
+                let schedstat = std::fs::read_to_string(task.path().join("schedstat")).ok()?;
+                schedstat.split_whitespace().next()?.parse().ok()
+            };
+            let nanos = tasks.flatten().filter_map(on_cpu).sum();
+            Some(Duration::from_nanos(nanos))
+        }
+        #[cfg(not(target_os = "linux"))]
+        None
+    }
+
     /// Every line the function has written to stdout and stderr so far.
     pub fn output(&self) -> Vec<String> {
         self.output.lock().unwrap().clone()

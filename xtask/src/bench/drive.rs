@@ -9,7 +9,6 @@ use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
 
 use plant_store_local_support::Result;
-use plant_store_local_support::function::Env;
 use plant_store_local_support::process::{output, pids, stat_fields};
 use plant_store_local_support::runtime_api::LambdaProcess;
 use serde_json::{Value, json};
@@ -37,13 +36,23 @@ fn command_of(binary: &Path) -> Vec<String> {
     vec![binary.display().to_string()]
 }
 
-async fn invoke_ok(process: &LambdaProcess, name: &str, event: &str) -> Result<Duration> {
-    let invoked = process.invoke(event).await;
+/// `event` through `function`'s `process`, sampled for X-Ray as the row
+/// says; an error unless it is answered 200. How long it took, and the CPU
+/// time the function spent meanwhile (where the platform tells it).
+async fn invoke_ok(
+    process: &LambdaProcess,
+    function: &Measured,
+    event: &str,
+) -> Result<(Duration, Option<Duration>)> {
+    let cpu_before = process.cpu_time();
+    let invoked = process.invoke_sampled(event, function.sampled).await;
+    let cpu = process.cpu_time().zip(cpu_before);
     let status = invoked.response["statusCode"].as_u64();
     if status != Some(200) {
+        let name = &function.name;
         return Err(format!("{name}: status {status:?}: {}", invoked.response).into());
     }
-    Ok(invoked.duration)
+    Ok((invoked.duration, cpu.map(|(after, before)| after - before)))
 }
 
 /// A plant id unique to this run: the clock's microseconds at the first
@@ -65,6 +74,10 @@ struct ColdSamples {
     total: Vec<f64>,
     get: Vec<f64>,
     post: Vec<f64>,
+    /// The function's CPU time for each warm GET and POST, in µs (none
+    /// where the platform does not tell it).
+    get_cpu: Vec<f64>,
+    post_cpu: Vec<f64>,
     /// What each warm GET and POST was billed: (write units, read units).
     get_units: Vec<(f64, f64)>,
     post_units: Vec<(f64, f64)>,
@@ -76,7 +89,10 @@ impl ColdSamples {
         let mean = |units: Vec<f64>| units.iter().sum::<f64>() / units.len().max(1) as f64;
         let post_write_units = mean(self.post_units.iter().map(|units| units.0).collect());
         let get_read_units = mean(self.get_units.iter().map(|units| units.1).collect());
+        let cpu = |samples: Vec<f64>| (!samples.is_empty()).then(|| median(samples));
         Ok(json!({
+            "cpu_get_us": cpu(self.get_cpu),
+            "cpu_post_us": cpu(self.post_cpu),
             "init_ms": median(self.init),
             "first_invocation_ms": median(self.first),
             "cold_total_ms": median(self.total),
@@ -104,8 +120,8 @@ pub async fn cold_start(
     }
     let mut samples: Vec<ColdSamples> =
         setup.functions.iter().map(|_| Default::default()).collect();
-    for _ in 0..settings.prime {
-        warm_round(setup, &warm, None).await?;
+    for turn in 0..settings.prime {
+        warm_round(setup, &warm, turn, None).await?;
     }
     // Each round: one cold start of every function (in a rotating order),
     // then a share of the warm requests, so that cold and warm figures meet
@@ -113,8 +129,8 @@ pub async fn cold_start(
     let per_round = settings.warm.div_ceil(settings.rounds);
     for round in 0..settings.rounds {
         cold_round(setup, round, &mut samples).await?;
-        for _ in 0..per_round {
-            warm_round(setup, &warm, Some(&mut samples[..])).await?;
+        for turn in 0..per_round {
+            warm_round(setup, &warm, turn, Some(&mut samples[..])).await?;
         }
     }
     let mut functions = serde_json::Map::new();
@@ -139,7 +155,7 @@ async fn cold_round(setup: &Setup, round: usize, samples: &mut [ColdSamples]) ->
     for index in (0..count).map(|offset| (round + offset) % count) {
         let function = &setup.functions[index];
         let process = LambdaProcess::start(&command_of(&function.binary), &function.env).await;
-        let first = invoke_ok(&process, &function.name, &setup.get_event).await?;
+        let (first, _) = invoke_ok(&process, function, &function.get_event).await?;
         let cold = &mut samples[index];
         cold.init.push(ms(process.init_duration()));
         cold.first.push(ms(first));
@@ -153,23 +169,30 @@ async fn cold_round(setup: &Setup, round: usize, samples: &mut [ColdSamples]) ->
 async fn warm_round(
     setup: &Setup,
     warm: &[LambdaProcess],
+    turn: usize,
     mut samples: Option<&mut [ColdSamples]>,
 ) -> Result {
-    for (index, function) in setup.functions.iter().enumerate() {
-        let name = &function.name;
+    // In an order that rotates with `turn`: no function always follows the
+    // cold starts, or any other function.
+    let count = setup.functions.len();
+    for index in (0..count).map(|offset| (turn + offset) % count) {
+        let function = &setup.functions[index];
         // A new plant for each function: every POST is an accepted create
         // (the same id again would be a retry, another path).
-        let post = post_event(&setup.post_template, next_plant_id());
+        let post = post_event(&function.post_template, next_plant_id());
         let before_get = setup.recorder.call_count();
-        let get = invoke_ok(&warm[index], name, &setup.get_event).await?;
+        let get = invoke_ok(&warm[index], function, &function.get_event).await?;
         let before_post = setup.recorder.call_count();
-        let posted = invoke_ok(&warm[index], name, &post).await?;
+        let posted = invoke_ok(&warm[index], function, &post).await?;
         if let Some(samples) = samples.as_deref_mut() {
             let calls = setup.recorder.calls_since(before_get);
             let (get_calls, post_calls) = calls.split_at(before_post - before_get);
             let cold = &mut samples[index];
-            cold.get.push(ms(get));
-            cold.post.push(ms(posted));
+            cold.get.push(ms(get.0));
+            cold.post.push(ms(posted.0));
+            let micros = |cpu: Duration| cpu.as_secs_f64() * 1e6;
+            cold.get_cpu.extend(get.1.map(micros));
+            cold.post_cpu.extend(posted.1.map(micros));
             cold.get_units.push(billed(get_calls));
             cold.post_units.push(billed(post_calls));
         }
@@ -198,7 +221,7 @@ pub async fn burst(setup: &Setup, settings: &Settings) -> Result {
     let mut report = Vec::new();
     for owners in [1, IN_FLIGHT] {
         let process = LambdaProcess::start(&command_of(&function.binary), &env).await;
-        let shape = burst_shape(setup, process, owners, settings.burst).await?;
+        let shape = burst_shape(setup, function, process, owners, settings.burst).await?;
         let (creates, refused) = (&shape["creates"], &shape["refused"]);
         let exact = &shape["plants_and_counts_exact"];
         let per_second = shape["creates_per_second"].as_f64().unwrap_or_default();
@@ -209,9 +232,11 @@ pub async fn burst(setup: &Setup, settings: &Settings) -> Result {
     write_results(&setup.results_dir, "burst", &report.join("\n"), &figures)
 }
 
-/// `creates` creates by `owners` owners in turn, through `process`.
+/// `creates` creates by `owners` owners in turn, through `function`'s
+/// `process`.
 async fn burst_shape(
     setup: &Setup,
+    function: &Measured,
     process: LambdaProcess,
     owners: usize,
     creates: usize,
@@ -229,15 +254,16 @@ async fn burst_shape(
     let mut statuses = Vec::new();
     for create in 0..creates {
         let owner = create % owners;
-        let mut event: Value = setup.post_template.clone();
+        let mut event: Value = function.post_template.clone();
         event["headers"]["authorization"] = format!("Bearer {}", tokens[owner]).into();
         let event = post_event(&event, next_plant_id());
         if answers.len() == IN_FLIGHT {
             statuses.push(answers.join_next().await.ok_or("a create")??);
         }
         let process = process.clone();
+        let sampled = function.sampled;
         answers.spawn(async move {
-            let invoked = process.invoke(&event).await;
+            let invoked = process.invoke_sampled(&event, sampled).await;
             let status = invoked.response["statusCode"].as_u64().unwrap_or_default();
             (owner, status)
         });
@@ -251,7 +277,7 @@ async fn burst_shape(
         let created = (statuses.iter())
             .filter(|(by, status)| *by == owner && *status == 200)
             .count();
-        exact &= owner_exact(setup, &process, name, token, created).await?;
+        exact &= owner_exact(setup, function, &process, (name, token), created).await?;
     }
     Ok(json!({
         "creates": statuses.len(),
@@ -265,15 +291,15 @@ async fn burst_shape(
 /// the listing, and a count that `plant-store-admin recount` finds right.
 async fn owner_exact(
     setup: &Setup,
+    function: &Measured,
     process: &LambdaProcess,
-    name: &str,
-    token: &str,
+    (name, token): (&str, &str),
     created: usize,
 ) -> Result<bool> {
-    let mut list: Value = serde_json::from_str(&setup.get_event)?;
+    let mut list: Value = serde_json::from_str(&function.get_event)?;
     list["rawQueryString"] = "limit=1000".into();
     list["headers"]["authorization"] = format!("Bearer {token}").into();
-    let listed = process.invoke(&list.to_string()).await;
+    let listed = process.invoke_sampled(&list.to_string(), false).await;
     let body: Value = serde_json::from_str(listed.response["body"].as_str().unwrap_or("[]"))?;
     let recount = ["recount", "--table", TABLE, "--owner", name];
     let recounted = output(setup.stack.admin()?.args(recount))?;
@@ -325,11 +351,11 @@ const NEIGHBOURS: [(&str, &str); 2] = [
 /// out at once: requests per second, the most in flight, peak RSS, the
 /// function's CPU time per request, how busy the machine was, and the
 /// cores each process used.
-async fn batch(binary: &Path, env: &Env, concurrency: usize, events: Vec<String>) -> Result<Value> {
-    let env = env.with("AWS_LAMBDA_MAX_CONCURRENCY", &concurrency.to_string());
-    let process = Arc::new(LambdaProcess::start(&command_of(binary), &env).await);
+async fn batch(function: &Measured, concurrency: usize, events: Vec<String>) -> Result<Value> {
+    let env = (function.env).with("AWS_LAMBDA_MAX_CONCURRENCY", &concurrency.to_string());
+    let process = Arc::new(LambdaProcess::start(&command_of(&function.binary), &env).await);
     for event in &events[..BATCH_PRIME] {
-        invoke_ok(&process, "primer", event).await?;
+        invoke_ok(&process, function, event).await?;
     }
     let measured = &events[BATCH_PRIME..];
     let mut pids: BTreeMap<&str, Vec<u32>> = NEIGHBOURS
@@ -350,10 +376,14 @@ async fn batch(binary: &Path, env: &Env, concurrency: usize, events: Vec<String>
     let mut answers = tokio::task::JoinSet::new();
     for event in measured {
         let (process, event) = (process.clone(), event.clone());
-        answers.spawn(async move { invoke_ok(&process, "function", &event).await });
+        let sampled = function.sampled;
+        answers.spawn(async move { process.invoke_sampled(&event, sampled).await });
     }
     while let Some(answer) = answers.join_next().await {
-        answer??;
+        let status = answer?.response["statusCode"].as_u64();
+        if status != Some(200) {
+            return Err(format!("{}: status {status:?}", function.name).into());
+        }
     }
     let elapsed = started.elapsed().as_secs_f64();
     let cpu_after = cpu(&pids);
@@ -395,12 +425,12 @@ pub async fn throughput(setup: &Setup, settings: &Settings) -> Result {
             for function in &order {
                 for level in CONCURRENCY {
                     let events = match workload {
-                        "GET" => vec![setup.get_event.clone(); count],
+                        "GET" => vec![function.get_event.clone(); count],
                         _ => (0..count)
-                            .map(|_| post_event(&setup.post_template, next_plant_id()))
+                            .map(|_| post_event(&function.post_template, next_plant_id()))
                             .collect(),
                     };
-                    let figure = batch(&function.binary, &function.env, level, events).await?;
+                    let figure = batch(function, level, events).await?;
                     samples
                         .entry((workload, function.name.as_str(), level))
                         .or_default()

@@ -3,8 +3,9 @@
 //! target/bench-results/, and compares against baselines measured in the
 //! same run (ratios: these machines are shared and noisy). The functions
 //! run as Lambda runs them (the Runtime API stand-in), against DynamoDB
-//! Local behind the recording proxy and a TLS front, every invocation
-//! sampled for X-Ray; `--strict` fails a run that misses a target.
+//! Local behind the recording proxy and a TLS front, with tokens signed as
+//! Cognito signs them (RS256) and the X-Ray daemon's address set, as in
+//! Lambda; `--strict` fails a run that misses a target.
 //!
 //! By concern: settings and setup here, [`drive`] (what runs the
 //! functions), [`billing`] (what DynamoDB bills), [`report`] (the tables,
@@ -14,13 +15,13 @@ mod billing;
 mod drive;
 mod report;
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::Command;
 
 use plant_store_local_support::fault_proxy::{Fault, FaultProxy};
 use plant_store_local_support::function::Env;
 use plant_store_local_support::key_server::KeyServer;
-use plant_store_local_support::keys::{Algorithm, Issuer};
+use plant_store_local_support::keys::{AUDIENCE, Algorithm, ISSUER, Issuer, SigningKey};
 use plant_store_local_support::process::{Scope, free_port, run};
 use plant_store_local_support::tls_front::TlsFront;
 use plant_store_local_support::xray_daemon::XRayDaemon;
@@ -96,24 +97,26 @@ impl Settings {
     }
 }
 
-/// One measured function: its name in the report, its binary, and its
-/// Lambda environment.
+/// One measured function: its name in the report, its binary, its Lambda
+/// environment, the requests it gets (signed with its token), and whether
+/// X-Ray samples its invocations.
 pub struct Measured {
     name: String,
     binary: PathBuf,
     env: Env,
+    get_event: String,
+    post_template: Value,
+    sampled: bool,
 }
 
 /// What the benchmarks measure, and the requests they send.
 pub struct Setup {
     functions: Vec<Measured>,
-    get_event: String,
-    post_template: Value,
     results_dir: PathBuf,
     /// Every DynamoDB call of every function passes it.
     recorder: FaultProxy,
-    /// Where every function sends its X-Ray documents (every invocation is
-    /// sampled: tracing's whole cost is in the figures).
+    /// Where every function sends its X-Ray documents (the `traced` row's
+    /// invocations are all sampled; the others', as most of Lambda's, not).
     xray: XRayDaemon,
     /// Signs the requests' tokens.
     issuer: Issuer,
@@ -174,15 +177,11 @@ impl Setup {
         let recorder = runtime.block_on(FaultProxy::start(dynamodb, &[], Fault::PassThrough));
         let tls_dir = tools_dir().join("bench/tls");
         let dynamodb_front = TlsFront::start(port_of(&recorder.url)?, &tls_dir)?;
-        let issuer = Issuer::generate(&[Algorithm::EdDSA]);
+        // Cognito signs with RS256; the `es256` row's tokens use the second key.
+        let issuer = Issuer::generate(&[Algorithm::RS256, Algorithm::ES256]);
         let key_server = runtime.block_on(KeyServer::start(issuer.jwks()));
         let key_front = TlsFront::start(key_server.port(), &tls_dir)?;
         let xray = runtime.block_on(XRayDaemon::start());
-        let token = issuer.token("bench-user", 3600);
-        let event = |name: &str| -> Result<String> {
-            let text = std::fs::read_to_string(root().join("events/http-api").join(name))?;
-            Ok(text.replace("{{token}}", &token))
-        };
         let dynamodb_url = format!("https://{}", dynamodb_front.address);
         let mut base = Env::function(&dynamodb_url, TABLE, &issuer);
         base.set("AWS_XRAY_DAEMON_ADDRESS", &xray.address)
@@ -192,10 +191,9 @@ impl Setup {
             // (`unbounded` sets 0).
             .set("MAX_PLANTS_PER_OWNER", "1000000");
         let jwks_url = format!("https://{}/.well-known/jwks.json", key_front.address);
+        let rows = functions(settings, &base, &jwks_url, &dynamodb_front);
         Ok(Self {
-            functions: functions(settings, &base, &jwks_url, &dynamodb_front),
-            get_event: event("list-plants.json")?,
-            post_template: serde_json::from_str(&event("create-plant.json")?)?,
+            functions: measured(rows, &issuer)?,
             results_dir,
             recorder,
             xray,
@@ -249,9 +247,22 @@ fn port_of(url: &str) -> Result<u16> {
     Ok(url.trim_start_matches("http://127.0.0.1:").parse()?)
 }
 
+/// Which key signs a row's tokens, and whether X-Ray samples it.
+#[derive(Clone, Copy)]
+enum Row {
+    Rs256,
+    Es256,
+    Rs256Sampled,
+}
+
 /// Every function measured, in each configuration, from the environment
 /// `base` they share.
-fn functions(settings: &Settings, base: &Env, jwks_url: &str, tls: &TlsFront) -> Vec<Measured> {
+fn functions(
+    settings: &Settings,
+    base: &Env,
+    jwks_url: &str,
+    tls: &TlsFront,
+) -> Vec<(&'static str, PathBuf, Env, Row)> {
     let remote_keys = |env: &Env| {
         let mut env = env.with("AUTH_JWKS_URL", jwks_url);
         env.remove("AUTH_JWKS");
@@ -263,33 +274,47 @@ fn functions(settings: &Settings, base: &Env, jwks_url: &str, tls: &TlsFront) ->
     // baselines, and the function before its own trust store) reads.
     let compiled_in = base.with("EXTRA_CA_CERTS", &tls.ca_file.display().to_string());
     let bundle = base.with("SSL_CERT_FILE", &tls.bundle_file.display().to_string());
-    let function = settings.bin_dir().join("plant-store");
-    let measured = |name: &str, binary: &Path, env: Env| Measured {
-        name: name.to_owned(),
-        binary: binary.to_owned(),
-        env,
-    };
-    let (minimal, hello) = (
-        settings.bin_dir().join("baseline-minimal"),
-        settings.bin_dir().join("baseline-hello"),
-    );
-    let mut functions = vec![
-        measured("cognito", &function, remote_keys(&compiled_in)),
-        measured("cognito-bundle", &function, remote_keys(&bundle)),
-        measured("function", &function, compiled_in.clone()),
-        measured(
-            "unbounded",
-            &function,
-            compiled_in.with("MAX_PLANTS_PER_OWNER", "0"),
-        ),
-        measured("minimal", &minimal, bundle.clone()),
-        measured("hello", &hello, bundle.clone()),
+    let [function, minimal, hello] = ["plant-store", "baseline-minimal", "baseline-hello"]
+        .map(|binary| settings.bin_dir().join(binary));
+    let unbounded = compiled_in.with("MAX_PLANTS_PER_OWNER", "0");
+    let mut rows = vec![
+        ("cognito", function.clone(), remote_keys(&compiled_in), Row::Rs256),
+        ("cognito-bundle", function.clone(), remote_keys(&bundle), Row::Rs256),
+        ("function", function.clone(), compiled_in.clone(), Row::Rs256),
+        ("es256", function.clone(), compiled_in.clone(), Row::Es256),
+        ("traced", function.clone(), compiled_in, Row::Rs256Sampled),
+        ("unbounded", function, unbounded, Row::Rs256),
+        ("minimal", minimal, bundle.clone(), Row::Rs256),
+        ("hello", hello, bundle.clone(), Row::Rs256),
     ];
     if let Some(compare) = &settings.compare {
         // The build compared against, in both configurations; it reads
         // SSL_CERT_FILE as the SDK's default client does.
-        functions.push(measured("before-cognito", compare, remote_keys(&bundle)));
-        functions.push(measured("before-inline", compare, bundle));
+        rows.push(("before-cognito", compare.clone(), remote_keys(&bundle), Row::Rs256));
+        rows.push(("before-inline", compare.clone(), bundle, Row::Rs256));
     }
-    functions
+    rows
+}
+
+/// The rows as measured functions, each with its requests signed by its key.
+fn measured(rows: Vec<(&str, PathBuf, Env, Row)>, issuer: &Issuer) -> Result<Vec<Measured>> {
+    let event = |name: &str, token: &str| -> Result<String> {
+        let text = std::fs::read_to_string(root().join("events/http-api").join(name))?;
+        Ok(text.replace("{{token}}", token))
+    };
+    let token = |key: &SigningKey| key.token(ISSUER, Some(AUDIENCE), "bench-user", 3600);
+    let (rs256, es256) = (token(&issuer.keys[0])?, token(&issuer.keys[1])?);
+    let mut measured = Vec::new();
+    for (name, binary, env, row) in rows {
+        let token = if matches!(row, Row::Es256) { &es256 } else { &rs256 };
+        measured.push(Measured {
+            name: name.to_owned(),
+            binary,
+            env,
+            get_event: event("list-plants.json", token)?,
+            post_template: serde_json::from_str(&event("create-plant.json", token)?)?,
+            sampled: matches!(row, Row::Rs256Sampled),
+        });
+    }
+    Ok(measured)
 }
