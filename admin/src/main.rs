@@ -9,44 +9,52 @@
 //! - `recount --table TABLE [--owner OWNER] [--apply]`: sets each owner's
 //!   plant count to the plants it has (a dry run without `--apply`).
 
-use std::collections::HashMap;
 use std::{env, process};
 
 use aws_config::BehaviorVersion;
 use plant_store_admin::cognito::{self, TestUsers};
 use plant_store_admin::{acceptance, create_table};
 
-const USAGE: &str = "usage: plant-store-admin create-table --name TABLE
-       plant-store-admin recount --table TABLE [--owner OWNER] [--apply]
-       plant-store-admin acceptance --url URL [--user-pool-id ID --client-id ID]";
+mod flags {
+    xflags::xflags! {
+        /// plant-store's operator commands.
+        cmd plant-store-admin {
+            /// Creates the plants table (DynamoDB Local: AWS_ENDPOINT_URL_DYNAMODB).
+            cmd create-table {
+                required --name table: String
+            }
+            /// Sets each owner's plant count to the plants it has.
+            cmd recount {
+                required --table table: String
+                /// One owner only.
+                optional --owner owner: String
+                /// Set the counts (else a dry run).
+                optional --apply
+            }
+            /// The acceptance suite against the API at URL.
+            cmd acceptance {
+                required --url url: String
+                optional --user-pool-id id: String
+                optional --client-id id: String
+            }
+        }
+    }
+}
 
 #[tokio::main(flavor = "current_thread")]
 async fn main() {
-    let mut args = env::args().skip(1);
-    let command = args.next().unwrap_or_default();
-    let options = parse_options(args).unwrap_or_else(|message| fail(&message));
-    let option = |name: &str| options.get(name).cloned();
-    let required =
-        |name: &str| option(name).unwrap_or_else(|| fail(&format!("--{name} is required")));
-    let result = match command.as_str() {
-        "create-table" => create(&required("name")).await,
-        "recount" => {
-            recount(
-                &required("table"),
-                option("owner").as_deref(),
-                option("apply").is_some(),
-            )
-            .await
-        }
-        "acceptance" => {
-            let cognito = match (option("user-pool-id"), option("client-id")) {
+    use flags::PlantStoreAdminCmd as Command;
+    let result = match flags::PlantStoreAdmin::from_env_or_exit().subcommand {
+        Command::CreateTable(flags) => create(&flags.name).await,
+        Command::Recount(flags) => recount(&flags.table, flags.owner.as_deref(), flags.apply).await,
+        Command::Acceptance(flags) => {
+            let cognito = match (flags.user_pool_id, flags.client_id) {
                 (Some(pool), Some(client)) => Some((pool, client)),
                 (None, None) => None,
                 _ => fail("--user-pool-id and --client-id go together"),
             };
-            acceptance(&required("url"), cognito).await
+            acceptance(&flags.url, cognito).await
         }
-        _ => Err(USAGE.to_owned()),
     };
     if let Err(message) = result {
         fail(&message);
@@ -56,23 +64,6 @@ async fn main() {
 fn fail(message: &str) -> ! {
     eprintln!("plant-store-admin: {message}");
     process::exit(2);
-}
-
-fn parse_options(args: impl Iterator<Item = String>) -> Result<HashMap<String, String>, String> {
-    let mut options = HashMap::new();
-    let mut args = args.peekable();
-    while let Some(flag) = args.next() {
-        let name = flag
-            .strip_prefix("--")
-            .ok_or_else(|| format!("unexpected argument {flag}\n{USAGE}"))?;
-        // A flag without a value (`--apply`) is on.
-        let value = match args.peek() {
-            Some(value) if !value.starts_with("--") => args.next().unwrap_or_default(),
-            _ => String::new(),
-        };
-        options.insert(name.to_owned(), value);
-    }
-    Ok(options)
 }
 
 async fn create(table: &str) -> Result<(), String> {

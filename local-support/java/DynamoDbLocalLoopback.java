@@ -5,6 +5,11 @@
 // same way the stock one does (same command-line flags), then sets the host of
 // its Jetty connectors to 127.0.0.1 before starting it. Run it as a Java
 // single-file program: java -cp "<jar>:<lib>/*" DynamoDbLocalLoopback.java -port 8000 ...
+//
+// It also exits when its standard input ends: the process that started it
+// holds the other end of that pipe, so DynamoDB Local never outlives it,
+// however it ends, on macOS as on Linux.
+import java.io.IOException;
 import java.lang.reflect.Field;
 
 import org.eclipse.jetty.server.Connector;
@@ -29,6 +34,16 @@ public class DynamoDbLocalLoopback {
         if (bound == 0) {
             throw new IllegalStateException("no Jetty connector found to bind to 127.0.0.1");
         }
+        Thread starterGone = new Thread(() -> {
+            try {
+                while (System.in.read() != -1) {
+                }
+            } catch (IOException ended) {
+            }
+            System.exit(0);
+        });
+        starterGone.setDaemon(true);
+        starterGone.start();
         proxy.start();
         System.out.println("DynamoDB Local listening on 127.0.0.1 only");
         proxy.join();

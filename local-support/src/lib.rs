@@ -9,15 +9,14 @@
 //! - The stand-ins for AWS: [`runtime_api`] (the Lambda Runtime API that
 //!   runs the function's binary), [`xray_daemon`], [`fault_proxy`] (a path
 //!   to DynamoDB Local that injects faults and records calls),
-//!   [`key_server`] (an issuer's JWKS), all on [`http_server`]; and
-//!   [`tls_front`] (haproxy terminating TLS with a local CA).
+//!   all on [`http_server`]; and [`tls_front`] (TLS with a local CA, and a
+//!   TCP forward, in-process).
 //! - [`sam_local`]: `sam build`'s artifact in the Lambda container.
 
 pub mod dynamodb_local;
 pub mod fault_proxy;
 pub mod function;
 pub mod http_server;
-pub mod key_server;
 pub mod keys;
 pub mod process;
 pub mod runtime_api;

@@ -1,13 +1,17 @@
 //! Running commands, and starting the stack's processes so that they always
 //! stop: each started process leads its own process group, and a list of
 //! clean-ups (stop this group, unmount that) runs in reverse order when the
-//! task ends — normally, on an error, on a panic, or on Ctrl-C or SIGTERM
-//! ([`stop_on_signals`]).
+//! task ends — normally, on an error, on a panic, or on Ctrl-C, SIGTERM or
+//! SIGHUP ([`stop_on_signals`], with the `ctrlc` crate). A started process
+//! also gets a stdin pipe that closes when this process ends, however it
+//! ends: DynamoDB Local (`java/DynamoDbLocalLoopback.java`) exits then. On
+//! Linux the kernel also ends a started process when its starter does
+//! (`PR_SET_PDEATHSIG`). Unix only (macOS and Linux).
 
 use std::io::Write;
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, ExitStatus, Stdio};
+use std::process::{Child, ChildStdin, Command, ExitStatus, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering::SeqCst};
 use std::sync::{Arc, Mutex};
 use std::thread::ThreadId;
@@ -83,6 +87,27 @@ pub fn succeeds(command: &mut Command) -> bool {
     status.is_ok_and(|status| status.success())
 }
 
+/// Whether `command` runs and succeeds within `limit`, its output
+/// discarded; it is killed at the limit.
+pub fn succeeds_within(command: &mut Command, limit: Duration) -> bool {
+    let quiet = command.stdout(Stdio::null()).stderr(Stdio::null());
+    let Ok(mut child) = quiet.spawn() else {
+        return false;
+    };
+    let deadline = Instant::now() + limit;
+    loop {
+        match child.try_wait() {
+            Ok(Some(status)) => return status.success(),
+            Ok(None) if Instant::now() < deadline => std::thread::sleep(Duration::from_millis(50)),
+            _ => {
+                let _ = child.kill();
+                let _ = child.wait();
+                return false;
+            }
+        }
+    }
+}
+
 /// The last `count` lines of a log file, to show with a failure.
 pub fn tail(path: &Path, count: usize) -> String {
     let text = std::fs::read_to_string(path).unwrap_or_default();
@@ -152,31 +177,18 @@ impl Drop for Scope {
 static STOPPING: AtomicBool = AtomicBool::new(false);
 
 /// Makes Ctrl-C (SIGINT), SIGTERM and SIGHUP run the clean-ups and then end
-/// the task (status 130): the signals are blocked in every thread and one
-/// thread waits for them. Call first in `main`, before any thread starts.
-/// (Children start with no signal blocked: the standard library resets the
-/// mask when it spawns.)
+/// the task (status 130). Call first in `main`.
 pub fn stop_on_signals() {
-    // SAFETY: plain libc calls on a signal set owned by this function.
-    unsafe {
-        let mut signals: libc::sigset_t = std::mem::zeroed();
-        libc::sigemptyset(&mut signals);
-        for signal in [libc::SIGINT, libc::SIGTERM, libc::SIGHUP] {
-            libc::sigaddset(&mut signals, signal);
-        }
-        libc::pthread_sigmask(libc::SIG_BLOCK, &signals, std::ptr::null_mut());
-        std::thread::spawn(move || {
-            let mut received = 0;
-            libc::sigwait(&signals, &mut received);
-            STOPPING.store(true, SeqCst);
-            log("stopping what this task started");
-            drop(Scope {
-                start: 0,
-                thread: None,
-            });
-            std::process::exit(130);
+    let stop = || {
+        STOPPING.store(true, SeqCst);
+        log("stopping what this task started");
+        drop(Scope {
+            start: 0,
+            thread: None,
         });
-    }
+        std::process::exit(130);
+    };
+    ctrlc::set_handler(stop).expect("the only signal handler");
 }
 
 /// How long a started process has to end after SIGTERM, unless its
@@ -190,21 +202,25 @@ pub const GRACE: Duration = Duration::from_secs(5);
 pub struct Started {
     pub name: String,
     child: Arc<Mutex<Child>>,
+    /// Held open while the process runs: it closes when this process ends.
+    _stdin: Arc<Option<ChildStdin>>,
     grace: Duration,
     log: Option<PathBuf>,
 }
 
 /// Starts `command` as the leader of a new process group, its stdout and
 /// stderr in the file `log` if given, and registers its stop: SIGTERM to
-/// the group, then SIGKILL after `grace`. The kernel also ends it if the
-/// thread that started it ends (`PR_SET_PDEATHSIG`): a task's main thread,
-/// a test's own thread, or the thread a test binary keeps for what it shares.
+/// the group, then SIGKILL after `grace`. On Linux the kernel also ends it
+/// if the thread that started it ends (`PR_SET_PDEATHSIG`): a task's main
+/// thread, a test's own thread, or the thread a test binary keeps for what
+/// it shares.
 pub fn start(
     name: &str,
     command: &mut Command,
     grace: Duration,
     log: Option<&Path>,
 ) -> Result<Started> {
+    #[cfg(target_os = "linux")]
     // SAFETY: prctl is async-signal-safe and touches no memory of ours.
     unsafe {
         command.pre_exec(
@@ -218,10 +234,11 @@ pub fn start(
         let file = std::fs::File::create(log)?;
         command.stdout(file.try_clone()?).stderr(file);
     }
-    let spawned = command.process_group(0).stdin(Stdio::null()).spawn();
-    let child = spawned.map_err(|error| format!("cannot start {name}: {error}"))?;
+    let spawned = command.process_group(0).stdin(Stdio::piped()).spawn();
+    let mut child = spawned.map_err(|error| format!("cannot start {name}: {error}"))?;
     let started = Started {
         name: name.to_owned(),
+        _stdin: Arc::new(child.stdin.take()),
         child: Arc::new(Mutex::new(child)),
         grace,
         log: log.map(Path::to_owned),
@@ -303,11 +320,16 @@ impl Started {
     }
 }
 
-/// Every process below `pid`, from each process's parent in /proc.
+/// Every process below `pid`, from each process's parent as the system
+/// tells it (sysinfo: /proc on Linux, the kernel's process table on macOS).
 fn descendants(pid: u32) -> Vec<u32> {
-    let parent_of = |child| stat_fields(child)?.get(1)?.parse().ok();
-    let parents: Vec<(u32, u32)> = pids()
-        .filter_map(|child| Some((child, parent_of(child)?)))
+    let Ok(mut system) = sysinfo::System::new() else {
+        return Vec::new();
+    };
+    let nothing_more = sysinfo::ProcessRefreshKind::nothing();
+    system.refresh_processes_specifics(sysinfo::ProcessesToUpdate::All, true, nothing_more);
+    let parents: Vec<(u32, u32)> = (system.processes().iter())
+        .filter_map(|(child, process)| Some((child.as_u32(), process.parent()?.as_u32())))
         .collect();
     let mut found = vec![pid];
     let mut index = 0;
@@ -321,26 +343,6 @@ fn descendants(pid: u32) -> Vec<u32> {
         index += 1;
     }
     found.split_off(1)
-}
-
-/// The id of every process on the machine, from /proc.
-pub fn pids() -> impl Iterator<Item = u32> {
-    let entries = std::fs::read_dir("/proc").into_iter().flatten().flatten();
-    entries.filter_map(|entry| entry.file_name().to_str()?.parse().ok())
-}
-
-/// The fields of /proc/`pid`/stat after the command's closing parenthesis:
-/// the state, the parent, and on (proc(5) numbers them from 3); `None` once
-/// the process is gone.
-pub fn stat_fields(pid: u32) -> Option<Vec<String>> {
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-    let after_command = stat.rsplit_once(')')?.1;
-    Some(
-        after_command
-            .split_whitespace()
-            .map(str::to_owned)
-            .collect(),
-    )
 }
 
 /// A free port on 127.0.0.1 (free when asked).
@@ -394,8 +396,12 @@ mod tests {
     use super::*;
 
     fn alive(pid: u32) -> bool {
+        let mut system = sysinfo::System::new().unwrap();
+        let pid = sysinfo::Pid::from_u32(pid);
+        system.refresh_processes(sysinfo::ProcessesToUpdate::Some(&[pid]), true);
         // A zombie has ended: only its parent has not reaped it yet.
-        stat_fields(pid).is_some_and(|fields| fields.first().is_some_and(|state| state != "Z"))
+        (system.process(pid))
+            .is_some_and(|process| process.status() != sysinfo::ProcessStatus::Zombie)
     }
 
     fn within_5s(done: impl Fn() -> bool, what: &str) {
@@ -404,14 +410,6 @@ mod tests {
             assert!(Instant::now() < deadline, "{what}");
             std::thread::sleep(Duration::from_millis(20));
         }
-    }
-
-    #[test]
-    fn stat_fields_start_with_the_state_and_the_parent() {
-        let this = std::process::id();
-        let fields = stat_fields(this).unwrap();
-        assert_eq!(fields[1], std::os::unix::process::parent_id().to_string());
-        assert!(pids().any(|pid| pid == this));
     }
 
     #[test]

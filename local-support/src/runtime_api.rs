@@ -223,14 +223,19 @@ impl LambdaProcess {
         self.child.id().expect("the function is running")
     }
 
-    /// The function's peak resident memory so far (`VmHWM`), in KiB.
-    pub fn peak_rss_kib(&self) -> u64 {
-        let status = std::fs::read_to_string(format!("/proc/{}/status", self.pid())).unwrap();
-        let peak = status
-            .lines()
-            .find_map(|line| line.strip_prefix("VmHWM:"))
-            .expect("VmHWM in /proc/PID/status");
-        peak.trim().trim_end_matches("kB").trim().parse().unwrap()
+    /// The function's peak resident memory so far (`VmHWM`), in KiB (Linux
+    /// only; elsewhere `None`).
+    pub fn peak_rss_kib(&self) -> Option<u64> {
+        #[cfg(target_os = "linux")]
+        {
+            let status = std::fs::read_to_string(format!("/proc/{}/status", self.pid())).ok()?;
+            let peak = status
+                .lines()
+                .find_map(|line| line.strip_prefix("VmHWM:"))?;
+            peak.trim().trim_end_matches("kB").trim().parse().ok()
+        }
+        #[cfg(not(target_os = "linux"))]
+        None
     }
 
     /// The CPU time the function's threads have had so far, to the

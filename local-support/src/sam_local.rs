@@ -1,5 +1,6 @@
 //! `sam local` on this machine: a container engine, arm64 emulation, the
-//! Lambda base image made here from Debian's packages, and DynamoDB Local
+//! Lambda base image made here from Debian's packages (elsewhere, as on a
+//! Mac with Docker Desktop, AWS's own image, which SAM pulls), and DynamoDB Local
 //! reachable from the containers, prepared once ([`SamLocal::prepare`]);
 //! then `sam build`'s artifact in the Lambda container, through `sam local
 //! start-api` and `sam local invoke`, for the tasks and the tests alike
@@ -15,9 +16,9 @@ use std::time::Duration;
 use serde_json::json;
 
 use crate::function::{Env, wait_until_answering};
-use crate::process::{Started, on_exit, output, run, start, succeeds, tail};
-use crate::tls_front::start_haproxy;
-use crate::tools::{ensure_qemu_arm64, new_temp_dir, unpack_debian_packages};
+use crate::process::{Started, on_exit, output, run, start, succeeds, succeeds_within, tail};
+use crate::tls_front::forward;
+use crate::tools::{ensure_qemu_arm64, temp_dir, unpack_debian_packages};
 use crate::{Result, log, root, tools_dir};
 
 /// Debian's container engine, unpacked (not installed) into .tools/engine.
@@ -43,7 +44,9 @@ const HANDOVER: &str = "PLANT_STORE_SAM_LOCAL";
 pub struct SamLocal {
     docker_host: Option<String>,
     path: String,
-    image: String,
+    /// The Lambda base image made here; `None`: AWS's own, which SAM pulls
+    /// (where Debian's packages are not at hand, as on a Mac).
+    image: Option<String>,
     pub dynamodb_url: String,
 }
 
@@ -53,7 +56,13 @@ impl SamLocal {
     pub fn prepare(dynamodb_port: u16) -> Result<Self> {
         let mut sam = ensure_container_engine()?;
         ensure_arm64_emulation()?;
-        sam.image = sam.ensure_lambda_base_image()?;
+        if debian_packages_at_hand() {
+            sam.image = Some(sam.ensure_lambda_base_image()?);
+        } else {
+            log!(
+                "no Debian packages here: sam local uses AWS's provided.al2023 image, pulled once"
+            );
+        }
         sam.dynamodb_url = sam.forward_from_bridge(dynamodb_port)?;
         Ok(sam)
     }
@@ -76,7 +85,7 @@ impl SamLocal {
         Ok(Self {
             docker_host: text(0),
             path: text(1).ok_or_else(missing)?,
-            image: text(2).ok_or_else(missing)?,
+            image: text(2),
             dynamodb_url: text(3).ok_or_else(missing)?,
         })
     }
@@ -119,7 +128,9 @@ impl SamLocal {
         command
             .args(["local", subcommand, "--template"])
             .arg(root().join(".aws-sam/build/template.yaml"));
-        command.args(["--invoke-image", &self.image, "--skip-pull-image"]);
+        if let Some(image) = &self.image {
+            command.args(["--invoke-image", image, "--skip-pull-image"]);
+        }
         command.args(["--container-host-interface", "127.0.0.1"]);
         command
             .args(["--parameter-overrides", "CreateUserPool=false"])
@@ -229,7 +240,8 @@ impl SamLocal {
             return Ok(image);
         }
         log!("building the Lambda base image {image} from Debian's arm64 packages");
-        let context = new_temp_dir("base-image")?;
+        let context = temp_dir("base-image")?;
+        let context = context.path();
         let rootfs = context.join("rootfs");
         lambda_base_rootfs(&rootfs)?;
         run(Command::new("tar")
@@ -246,9 +258,8 @@ impl SamLocal {
         // so that no engine goes looking for it in a registry.
         let mut build = self.docker();
         build.args(["build", "--quiet", "--platform", "linux/arm64"]);
-        build.args(["-t", &image]).arg(&context);
+        build.args(["-t", &image]).arg(context);
         output(build.env("DOCKER_BUILDKIT", "0"))?;
-        std::fs::remove_dir_all(&context)?;
         // Earlier recipes' images, and SAM's invoke image built on one of
         // them: its name does not change with the base image, so SAM would
         // keep using it.
@@ -267,7 +278,7 @@ impl SamLocal {
     /// Makes DynamoDB Local (127.0.0.1:`port`) reachable from the
     /// containers; returns the URL they use. On Docker Desktop that is
     /// host.docker.internal; on Linux, the bridge's gateway address, where
-    /// haproxy (TCP) forwards to 127.0.0.1: DynamoDB Local itself never
+    /// a TCP forward of this process passes connections to 127.0.0.1: DynamoDB Local itself never
     /// listens beyond the loopback.
     fn forward_from_bridge(&self, port: u16) -> Result<String> {
         let system = output(
@@ -304,15 +315,8 @@ impl SamLocal {
         if gateway.is_empty() {
             return Err("found no gateway address of the engine's bridge network".into());
         }
-        log!(
-            "forwarding {gateway}:{port} (the containers' gateway) to DynamoDB Local on 127.0.0.1:{port}"
-        );
-        start_haproxy(
-            &format!("{gateway}:{port}"),
-            "",
-            port,
-            &tools_dir().join("sam-local"),
-        )?;
+        // The containers' gateway, to DynamoDB Local.
+        forward(&format!("{gateway}:{port}"), port)?;
         Ok(format!("http://{gateway}:{port}"))
     }
 }
@@ -334,13 +338,10 @@ fn ensure_container_engine() -> Result<SamLocal> {
     let sam = SamLocal {
         docker_host: std::env::var("DOCKER_HOST").ok(),
         path: std::env::var("PATH").unwrap_or_default(),
-        image: String::new(),
+        image: None,
         dynamodb_url: String::new(),
     };
-    if succeeds(
-        sam.engine(Command::new("timeout"))
-            .args(["10", "docker", "info"]),
-    ) {
+    if succeeds_within(sam.docker().arg("info"), Duration::from_secs(10)) {
         let host = sam.docker_host.as_deref().unwrap_or("the default socket");
         log!("using the container engine that answers at {host}");
         let answering = sam.clone();
@@ -348,13 +349,25 @@ fn ensure_container_engine() -> Result<SamLocal> {
         return Ok(sam);
     }
     // SAFETY: getuid has no preconditions.
-    if unsafe { libc::getuid() } != 0 {
-        return Err("no container engine answers, and starting one needs root".into());
+    #[cfg(target_os = "linux")]
+    if unsafe { libc::getuid() } == 0 {
+        return start_debian_engine(sam);
     }
-    start_debian_engine(sam)
+    Err(
+        "no container engine answers: start Docker Desktop, Colima or Docker Engine \
+         (on Linux as root, scripts/test starts Debian's)"
+            .into(),
+    )
+}
+
+/// Whether Debian's packages can be fetched here (the base image is made
+/// from them).
+fn debian_packages_at_hand() -> bool {
+    cfg!(target_os = "linux") && succeeds(Command::new("apt-get").arg("--version"))
 }
 
 /// Debian's container engine, unpacked into .tools/engine on first use.
+#[cfg(target_os = "linux")]
 fn ensure_engine_packages() -> Result<PathBuf> {
     let engine_dir = tools_dir().join("engine");
     if !engine_dir.join("usr/sbin/dockerd").exists() {
@@ -367,12 +380,13 @@ fn ensure_engine_packages() -> Result<PathBuf> {
 }
 
 /// Starts Debian's engine for `sam` (as root), stopped when the task ends.
+#[cfg(target_os = "linux")]
 fn start_debian_engine(mut sam: SamLocal) -> Result<SamLocal> {
     let engine_dir = ensure_engine_packages()?;
     let (bin, sbin) = (engine_dir.join("usr/bin"), engine_dir.join("usr/sbin"));
     sam.path = format!("{}:{}:{}", bin.display(), sbin.display(), sam.path);
     // Unix sockets live here: a short path, gone when the engine stops.
-    let run_dir = new_temp_dir("engine")?;
+    let run_dir = temp_dir("engine")?.keep();
     let host = format!("unix://{}/docker.sock", run_dir.display());
     sam.docker_host = Some(host.clone());
     let data = tools_dir().join("engine-data");
@@ -408,6 +422,7 @@ fn start_debian_engine(mut sam: SamLocal) -> Result<SamLocal> {
     Err(format!("the container engine did not start:\n{}", tail(&log, 20)).into())
 }
 
+#[cfg(target_os = "linux")]
 fn remove_engine_leftovers(data: &Path, run_dir: &Path) {
     let mounts = output(Command::new("findmnt").args(["-rn", "-o", "TARGET"])).unwrap_or_default();
     let ours = |target: &&str| {
@@ -422,9 +437,17 @@ fn remove_engine_leftovers(data: &Path, run_dir: &Path) {
     let _ = std::fs::remove_dir_all(run_dir);
 }
 
-/// On a host that is not arm64, registers qemu-user for arm64 ELF files
-/// with the kernel (binfmt_misc, flag F: the interpreter is opened now, so
-/// it also works inside containers), unless it already is; undone at the end.
+/// Docker Desktop (macOS) runs arm64 images itself.
+#[cfg(not(target_os = "linux"))]
+fn ensure_arm64_emulation() -> Result {
+    Ok(())
+}
+
+/// On a Linux host that is not arm64, registers qemu-user for arm64 ELF
+/// files with the kernel (binfmt_misc, flag F: the interpreter is opened
+/// now, so it also works inside containers), unless it already is; undone
+/// at the end.
+#[cfg(target_os = "linux")]
 fn ensure_arm64_emulation() -> Result {
     let binfmt = Path::new("/proc/sys/fs/binfmt_misc");
     if std::env::consts::ARCH == "aarch64" || binfmt.join("qemu-aarch64").exists() {

@@ -1,21 +1,34 @@
-//! haproxy, from Debian's packages: the TLS front of an endpoint that AWS
-//! serves over HTTPS (DynamoDB, an issuer's JWKS), and the TCP forward that
-//! lets the containers reach DynamoDB Local. The front's certificate, for
-//! 127.0.0.1, comes from a CA made here (rcgen); a trust setting names the
-//! CA's file, or the bundle of the system's roots and that CA.
+//! Fronts run in-process, on 127.0.0.1 unless told otherwise: the TLS front
+//! of an endpoint that AWS serves over HTTPS (DynamoDB, an issuer's JWKS),
+//! rustls terminating TLS with a certificate from a CA made here (rcgen) and
+//! passing each connection on to a plain port; and a plain TCP forward, by
+//! which the containers of `sam local` reach DynamoDB Local. A trust
+//! setting names the CA's file, or the bundle of the system's roots and
+//! that CA. No program to install, no privilege needed.
 
-use std::net::TcpStream;
+use std::net::{TcpListener as StdListener, TcpStream as StdStream};
 use std::path::{Path, PathBuf};
-use std::process::Command;
-use std::time::{Duration, Instant};
+use std::sync::Arc;
 
 use rcgen::{BasicConstraints, CertificateParams, CertifiedIssuer, DnType, IsCa, KeyPair, SanType};
+use tokio::net::{TcpListener, TcpStream};
+use tokio::task::JoinHandle;
+use tokio_rustls::TlsAcceptor;
+use tokio_rustls::rustls::ServerConfig;
+use tokio_rustls::rustls::pki_types::pem::PemObject;
+use tokio_rustls::rustls::pki_types::{CertificateDer, PrivateKeyDer};
 
-use crate::process::{GRACE, Started, free_port, start};
-use crate::tools::ensure_haproxy;
 use crate::{Result, log};
 
-/// haproxy terminating TLS on 127.0.0.1, stopped on drop.
+/// Where the system keeps its root certificates as one PEM bundle: Debian
+/// and Ubuntu, macOS, Fedora and Amazon Linux.
+const SYSTEM_BUNDLES: [&str; 3] = [
+    "/etc/ssl/certs/ca-certificates.crt",
+    "/etc/ssl/cert.pem",
+    "/etc/pki/tls/certs/ca-bundle.crt",
+];
+
+/// TLS terminated on 127.0.0.1, stopped on drop.
 pub struct TlsFront {
     /// `127.0.0.1:PORT`, to put in an `https://` URL.
     pub address: String,
@@ -24,46 +37,70 @@ pub struct TlsFront {
     /// The system's roots and the local CA in one file, as a Lambda image
     /// has one bundle.
     pub bundle_file: PathBuf,
-    haproxy: Started,
+    task: JoinHandle<()>,
 }
 
 impl TlsFront {
-    /// A front on a free port for 127.0.0.1:`upstream`, its files in `dir`
-    /// (the CA and certificate are made once per folder: fronts that share
-    /// it share a CA).
-    pub fn start(upstream: u16, dir: &Path) -> Result<Self> {
+    /// A front on a free port for 127.0.0.1:`upstream`, on the current tokio
+    /// runtime, its files in `dir` (the CA and certificate are made once per
+    /// folder: fronts that share it share a CA).
+    pub async fn start(upstream: u16, dir: &Path) -> Result<Self> {
         let (ca_file, server_file) = (dir.join("ca.pem"), dir.join("server.pem"));
         let bundle_file = dir.join("ca-bundle.pem");
         if !server_file.exists() {
             std::fs::create_dir_all(dir)?;
             let (ca, server) = certificates()?;
-            let system = std::fs::read_to_string("/etc/ssl/certs/ca-certificates.crt")?;
+            let system = SYSTEM_BUNDLES
+                .iter()
+                .find_map(|path| std::fs::read_to_string(path).ok());
+            let system = system.ok_or("found no bundle of the system's root certificates")?;
             std::fs::write(&bundle_file, format!("{system}{ca}"))?;
             std::fs::write(&ca_file, ca)?;
             std::fs::write(&server_file, server)?;
         }
-        let port = free_port();
-        log!("starting haproxy (TLS) on 127.0.0.1:{port} in front of 127.0.0.1:{upstream}");
-        let address = format!("127.0.0.1:{port}");
-        let tls = format!("ssl crt {}", server_file.display());
-        let haproxy = start_haproxy(&address, &tls, upstream, dir)?;
+        let pem = std::fs::read(&server_file)?;
+        let chain = CertificateDer::pem_slice_iter(&pem).collect::<Result<Vec<_>, _>>()?;
+        let key = PrivateKeyDer::from_pem_slice(&pem)?;
+        let config = ServerConfig::builder()
+            .with_no_client_auth()
+            .with_single_cert(chain, key)?;
+        let acceptor = TlsAcceptor::from(Arc::new(config));
+        let listener = TcpListener::bind("127.0.0.1:0").await?;
+        let address = listener.local_addr()?.to_string();
+        log!("TLS on {address} in front of 127.0.0.1:{upstream}");
+        let task = tokio::spawn(async move {
+            while let Ok((client, _)) = listener.accept().await {
+                let acceptor = acceptor.clone();
+                tokio::spawn(async move {
+                    let _ = client.set_nodelay(true);
+                    let Ok(mut tls) = acceptor.accept(client).await else {
+                        return;
+                    };
+                    let Ok(mut plain) = TcpStream::connect(("127.0.0.1", upstream)).await else {
+                        return;
+                    };
+                    let _ = plain.set_nodelay(true);
+                    let _ = tokio::io::copy_bidirectional(&mut tls, &mut plain).await;
+                });
+            }
+        });
         Ok(Self {
             address,
             ca_file,
             bundle_file,
-            haproxy,
+            task,
         })
     }
 }
 
 impl Drop for TlsFront {
     fn drop(&mut self) {
-        self.haproxy.stop();
+        self.task.abort();
     }
 }
 
 /// A CA's certificate, and a server certificate for 127.0.0.1 it signed
-/// followed by the server's key (haproxy's `crt` file), in PEM.
+/// followed by the server's key, in PEM.
 fn certificates() -> Result<(String, String)> {
     let mut ca = CertificateParams::new(Vec::<String>::new())?;
     ca.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
@@ -82,33 +119,29 @@ fn certificates() -> Result<(String, String)> {
     ))
 }
 
-/// haproxy in TCP mode from `address` (`IP:PORT`, with `options` such as
-/// `ssl crt FILE`) to 127.0.0.1:`upstream`, its files in `dir`; returns once
-/// it accepts connections.
-pub fn start_haproxy(address: &str, options: &str, upstream: u16, dir: &Path) -> Result<Started> {
-    ensure_haproxy()?;
-    std::fs::create_dir_all(dir)?;
-    // One configuration and log per forward: several may share `dir`.
-    let name = format!("haproxy-{address}-to-{upstream}");
-    let config = dir.join(format!("{name}.cfg"));
-    std::fs::write(
-        &config,
-        format!(
-            "global\n  maxconn 512\ndefaults\n  mode tcp\n  timeout connect 2s\n  timeout client 60s\n  timeout server 60s\n\
-             frontend front\n  bind {address} {options}\n  default_backend upstream\n\
-             backend upstream\n  server local 127.0.0.1:{upstream}\n"
-        ),
-    )?;
-    let mut command = Command::new("haproxy");
-    command.arg("-f").arg(&config).arg("-db");
-    let log = dir.join(format!("{name}.log"));
-    let haproxy = start("haproxy", &mut command, GRACE, Some(&log))?;
-    let deadline = Instant::now() + Duration::from_secs(10);
-    while TcpStream::connect(address).is_err() {
-        if !haproxy.is_running() || Instant::now() > deadline {
-            return Err(format!("haproxy did not listen on {address}").into());
+/// Forwards every TCP connection to `address` (`IP:PORT`) on to
+/// 127.0.0.1:`upstream`, for as long as this process runs.
+pub fn forward(address: &str, upstream: u16) -> Result {
+    let listener = StdListener::bind(address)?;
+    log!("forwarding {address} to 127.0.0.1:{upstream}");
+    std::thread::spawn(move || {
+        for client in listener.incoming().flatten() {
+            let Ok(plain) = StdStream::connect(("127.0.0.1", upstream)) else {
+                continue;
+            };
+            for (mut from, mut to) in [
+                (client.try_clone(), plain.try_clone()),
+                (Ok(plain), Ok(client)),
+            ]
+            .into_iter()
+            .filter_map(|(from, to)| Some((from.ok()?, to.ok()?)))
+            {
+                std::thread::spawn(move || {
+                    let _ = std::io::copy(&mut from, &mut to);
+                    let _ = to.shutdown(std::net::Shutdown::Write);
+                });
+            }
         }
-        std::thread::sleep(Duration::from_millis(50));
-    }
-    Ok(haproxy)
+    });
+    Ok(())
 }

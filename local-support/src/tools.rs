@@ -118,15 +118,16 @@ fn install_debian_packages(packages: &[&str]) -> Result {
 /// Downloads Debian packages with apt-get (its lists refreshed once if they
 /// lack one) and unpacks them into `destination`, without installing them.
 pub fn unpack_debian_packages(destination: &Path, packages: &[&str]) -> Result {
-    let debs = new_temp_dir("debs")?;
+    let debs = temp_dir("debs")?;
+    let debs = debs.path();
     // apt-get downloads as the _apt user where it can write.
-    run(Command::new("chmod").arg("1777").arg(&debs))?;
+    run(Command::new("chmod").arg("1777").arg(debs))?;
     let download = || {
         succeeds(
             Command::new("apt-get")
                 .args(["download", "-qq"])
                 .args(packages)
-                .current_dir(&debs),
+                .current_dir(debs),
         )
     };
     if !download() {
@@ -136,52 +137,21 @@ pub fn unpack_debian_packages(destination: &Path, packages: &[&str]) -> Result {
         }
     }
     std::fs::create_dir_all(destination)?;
-    for deb in std::fs::read_dir(&debs)? {
+    for deb in std::fs::read_dir(debs)? {
         run(Command::new("dpkg-deb")
             .arg("-x")
             .arg(deb?.path())
             .arg(destination))?;
     }
-    std::fs::remove_dir_all(&debs)?;
     Ok(())
 }
 
 /// A new empty folder in the system's temporary folder (short paths, for
-/// Unix sockets; readable by apt-get's download user).
-pub fn new_temp_dir(prefix: &str) -> Result<PathBuf> {
-    for attempt in 0.. {
-        let dir = std::env::temp_dir().join(format!(
-            "plant-store-{prefix}.{}.{attempt}",
-            std::process::id()
-        ));
-        if std::fs::create_dir(&dir).is_ok() {
-            return Ok(dir);
-        }
-    }
-    unreachable!()
-}
-
-/// A folder of [`new_temp_dir`]'s, removed with what it holds on drop.
-pub struct TempDir(pub PathBuf);
-
-impl TempDir {
-    pub fn new(prefix: &str) -> Result<Self> {
-        new_temp_dir(prefix).map(Self)
-    }
-}
-
-impl Drop for TempDir {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
-}
-
-/// haproxy, from Debian's packages.
-pub fn ensure_haproxy() -> Result {
-    if Path::new("/usr/sbin/haproxy").exists() {
-        return Ok(());
-    }
-    install_debian_packages(&["haproxy"])
+/// Unix sockets), removed with what it holds when dropped.
+pub fn temp_dir(prefix: &str) -> Result<tempfile::TempDir> {
+    Ok(tempfile::Builder::new()
+        .prefix(&format!("plant-store-{prefix}."))
+        .tempdir()?)
 }
 
 /// The command prefix that runs an arm64 Linux binary here: qemu-user

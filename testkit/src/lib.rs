@@ -16,6 +16,7 @@ pub mod app;
 pub mod dynamodb;
 pub mod event;
 pub mod forgeries;
+pub mod key_server;
 pub mod keys;
 pub mod moto;
 pub mod response;
@@ -29,7 +30,7 @@ pub use event::ApiGatewayEvent;
 pub use keys::{TestKeys, bearer, keys, token, token_rules, verifier};
 pub use plant_store_local_support::keys::{AUDIENCE, ISSUER, SigningKey, unix_now};
 pub use plant_store_local_support::{
-    fault_proxy, http_server, key_server, runtime_api, tls_front, tools, xray_daemon,
+    fault_proxy, http_server, runtime_api, tls_front, tools, xray_daemon,
 };
 pub use response::{TestResponse, assert_accepted, assert_refused};
 

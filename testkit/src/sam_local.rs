@@ -11,14 +11,15 @@ use plant_store_admin::acceptance::Api;
 use plant_store_local_support::function::Env;
 use plant_store_local_support::process::{Started, free_port};
 pub use plant_store_local_support::sam_local::SamLocal;
-use plant_store_local_support::tools::TempDir;
+use plant_store_local_support::tools::temp_dir;
+use tempfile::TempDir;
 
 use crate::{ApiGatewayEvent, TestResponse};
 
 /// `sam local invoke` of `event`: the function's response.
 pub async fn invoke(sam: &SamLocal, event: &str, env: &Env) -> TestResponse {
-    let dir = TempDir::new("sam-invoke").unwrap();
-    let response = sam.invoke(event, env, &dir.0);
+    let dir = temp_dir("sam-invoke").unwrap();
+    let response = sam.invoke(event, env, dir.path());
     TestResponse::from_lambda_response(&response.unwrap_or_else(|error| panic!("{error}")))
 }
 
@@ -35,10 +36,10 @@ impl<'a> SamApi<'a> {
     /// `sam local start-api` on a free port of 127.0.0.1 with these
     /// template parameters (`NAME=VALUE`), once the function answers.
     pub fn start(sam: &'a SamLocal, env: &Env, parameters: &[&str]) -> Self {
-        let dir = TempDir::new("sam-start-api").unwrap();
+        let dir = temp_dir("sam-start-api").unwrap();
         let port = free_port();
         let process = sam
-            .start_api(env, port, parameters, Some(&dir.0.join("sam.log")))
+            .start_api(env, port, parameters, Some(&dir.path().join("sam.log")))
             .unwrap_or_else(|error| panic!("{error}"));
         let url = format!("http://127.0.0.1:{port}");
         Self {
@@ -52,7 +53,7 @@ impl<'a> SamApi<'a> {
 
     /// What `sam local start-api` has printed so far.
     pub fn log(&self) -> String {
-        std::fs::read_to_string(self.dir.0.join("sam.log")).unwrap_or_default()
+        std::fs::read_to_string(self.dir.path().join("sam.log")).unwrap_or_default()
     }
 
     /// Sends `request` over HTTP to the API; the answer's body must be JSON.

@@ -11,7 +11,7 @@ use plant_store::https::Https;
 use plant_store::jwks::KeySource;
 use plant_store_testkit::key_server::KeyServer;
 use plant_store_testkit::tls_front::TlsFront;
-use plant_store_testkit::tools::TempDir;
+use plant_store_testkit::tools::temp_dir;
 use plant_store_testkit::{TestApp, assert_accepted, bearer, keys, token_rules};
 
 /// The function as `main` builds it, its keys at `url`, trusting `trust`.
@@ -29,8 +29,8 @@ async fn app_trusting(trust: &TrustConfig, url: &str) -> TestApp {
 #[tokio::test]
 async fn a_local_ca_is_trusted_only_where_a_trust_setting_names_it() {
     let server = KeyServer::start(keys().jwks.clone()).await;
-    let dir = TempDir::new("tls-front").unwrap();
-    let front = TlsFront::start(server.port(), &dir.0).unwrap();
+    let dir = temp_dir("tls-front").unwrap();
+    let front = TlsFront::start(server.port(), dir.path()).await.unwrap();
     let url = format!("https://{}/.well-known/jwks.json", front.address);
 
     let untrusted = app_trusting(&TrustConfig::default(), &url).await;

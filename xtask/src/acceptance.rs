@@ -12,9 +12,16 @@ use plant_store_local_support::{Result, log};
 
 use crate::stack::debug_binary;
 
-/// The suite against `url`; `options` are the admin command's (the Cognito pool).
-pub fn acceptance(url: &str, options: &[String]) -> Result {
-    run(suite(url)?.args(options))
+/// The suite against `url`, with tokens from TOKEN_A and TOKEN_B, or as test
+/// users of the Cognito user pool and app client given.
+pub fn acceptance(url: &str, pool: Option<String>, client: Option<String>) -> Result {
+    let mut suite = suite(url)?;
+    for (flag, value) in [("--user-pool-id", pool), ("--client-id", client)] {
+        if let Some(value) = value {
+            suite.args([flag, &value]);
+        }
+    }
+    run(&mut suite)
 }
 
 /// `plant-store-admin acceptance --url URL`.

@@ -1,105 +1,74 @@
-//! A task's command line: positional arguments, `--name VALUE` flags read
-//! as the types the task asks for, and `--name` switches. A flag that no
-//! task reads is an error.
+//! `cargo xtask`'s command line (xflags: `cargo xtask --help` prints it).
 
-use std::collections::BTreeMap;
-use std::fmt::Display;
-use std::str::FromStr;
+use std::path::PathBuf;
 
-use plant_store_local_support::Result;
-
-pub struct Flags {
-    positional: Vec<String>,
-    /// Each flag's value; `None` for a switch.
-    named: BTreeMap<String, Option<String>>,
-}
-
-impl Flags {
-    pub fn parse(args: impl Iterator<Item = String>) -> Self {
-        let (mut positional, mut named) = (Vec::new(), BTreeMap::new());
-        let mut args = args.peekable();
-        while let Some(arg) = args.next() {
-            match arg.strip_prefix("--") {
-                Some(name) => {
-                    let value = args.next_if(|value| !value.starts_with("--"));
-                    named.insert(name.to_owned(), value);
-                }
-                None => positional.push(arg),
-            }
+xflags::xflags! {
+    /// plant-store's project tasks.
+    cmd xtask {
+        /// The local stack: DynamoDB Local, the table, a key, the function under cargo lambda watch.
+        cmd dev {
+            /// Where the API listens (9000).
+            optional --api-port port: u16
+            /// Where DynamoDB Local listens (8000).
+            optional --dynamodb-port port: u16
         }
-        positional.reverse();
-        Self { positional, named }
-    }
-
-    /// The next positional argument.
-    pub fn positional(&mut self) -> Option<String> {
-        self.positional.pop()
-    }
-
-    /// `--name VALUE` as a `T`, if given.
-    pub fn optional<T: FromStr<Err: Display>>(&mut self, name: &str) -> Result<Option<T>> {
-        match self.named.remove(name) {
-            None => Ok(None),
-            Some(None) => Err(format!("--{name} needs a value").into()),
-            Some(Some(value)) => value
-                .parse()
-                .map(Some)
-                .map_err(|error| format!("--{name} {value:?}: {error}").into()),
+        /// The same, with sam build's artifact under sam local start-api.
+        cmd sam-local {
+            /// Where the API listens (3000).
+            optional --api-port port: u16
+            /// Where DynamoDB Local listens (8000).
+            optional --dynamodb-port port: u16
         }
-    }
-
-    /// `--name VALUE` as a `T`, else `default`.
-    pub fn value<T: FromStr<Err: Display>>(&mut self, name: &str, default: T) -> Result<T> {
-        Ok(self.optional(name)?.unwrap_or(default))
-    }
-
-    /// Whether the switch `--name` is given.
-    pub fn switch(&mut self, name: &str) -> Result<bool> {
-        match self.named.remove(name) {
-            None => Ok(false),
-            Some(None) => Ok(true),
-            Some(Some(value)) => Err(format!("--{name} takes no value ({value:?})").into()),
+        /// A token for the local stack's owner OWNER.
+        cmd token {
+            required owner: String
         }
-    }
-
-    /// An error if anything was given that the task did not read.
-    pub fn finish(self) -> Result {
-        let unread: Vec<String> = (self.named.keys().map(|name| format!("--{name}")))
-            .chain(self.positional)
-            .collect();
-        if !unread.is_empty() {
-            let unread = unread.join(" ");
-            return Err(format!("unknown arguments: {unread} (cargo xtask --help)").into());
+        /// Every check, as CI runs it.
+        cmd test {
+            /// Schemathesis' examples per operation behind cargo lambda's emulator (100).
+            optional --max-examples n: usize
+            /// The same through sam local start-api (25).
+            optional --sam-local-max-examples n: usize
+            /// Seconds of fuzzing per target (30).
+            optional --fuzz-seconds s: u64
         }
-        Ok(())
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn flags(line: &str) -> Flags {
-        Flags::parse(line.split_whitespace().map(str::to_owned))
-    }
-
-    #[test]
-    fn flags_are_read_as_types_and_anything_unread_is_refused() {
-        let mut given = flags("contract-test sam-local --max-examples 5 --smoke");
-        assert_eq!(given.positional().as_deref(), Some("contract-test"));
-        assert_eq!(given.positional().as_deref(), Some("sam-local"));
-        assert_eq!(given.value("max-examples", 100).unwrap(), 5);
-        assert_eq!(given.value("seed", 7u64).unwrap(), 7);
-        assert!(given.switch("smoke").unwrap());
-        assert!(given.finish().is_ok());
-
-        assert!(flags("--rounds many").value("rounds", 20).is_err());
-        assert!(flags("--rounds").value("rounds", 20).is_err());
-        assert!(flags("--strict yes").switch("strict").is_err());
-        let unread = flags("bench --rounds 3").finish().unwrap_err().to_string();
-        assert!(
-            unread.contains("--rounds") && unread.contains("bench"),
-            "{unread}"
-        );
+        /// The benchmarks (docs/performance.md).
+        cmd bench {
+            /// A few iterations of the debug build, no timing asserted.
+            optional --smoke
+            /// A missed target fails the run.
+            optional --strict
+            /// Cold starts per function (20).
+            optional --rounds n: usize
+            /// Warm GET + POST per function (600).
+            optional --warm n: usize
+            /// Creates of the burst, in each of its shapes (256).
+            optional --burst n: usize
+            /// Without sam build (no arm64 size).
+            optional --no-sam-build
+            /// Another build of the function, measured beside it.
+            optional --compare binary: PathBuf
+        }
+        /// A fuzzing run of each target.
+        cmd fuzz {
+            /// Seconds per target (30).
+            optional --seconds s: u64
+            /// release (the default) or dev.
+            optional --build build: String
+        }
+        /// Schemathesis and the acceptance suite against a local stack: cargo-lambda (the default) or sam-local.
+        cmd contract-test {
+            optional target: String
+            /// Examples per operation (100).
+            optional --max-examples n: usize
+            /// The seed (the commit's first 8 hex digits).
+            optional --seed n: u64
+        }
+        /// The acceptance suite against a running API: tokens in TOKEN_A and TOKEN_B, or two test users created (and deleted) in the Cognito user pool.
+        cmd acceptance {
+            required url: String
+            optional --user-pool-id id: String
+            optional --client-id id: String
+        }
     }
 }

@@ -9,6 +9,9 @@
 //!   mutations, fuzz targets, events, hostile requests...): such a number
 //!   goes stale by construction. A measured figure, written with the commit
 //!   it was measured at, is not such a count.
+//! - Linux-only code is gated: a Linux-only API (`/proc`, `prctl`,
+//!   `std::os::linux`...) is used only under `cfg(target_os = "linux")`, so
+//!   that the inner loop builds on macOS too (no Mac runs here to find out).
 
 #![cfg(test)]
 
@@ -67,7 +70,7 @@ fn names(text: &str, name: &str) -> bool {
 fn every_public_item_of_the_libraries_around_the_function_is_used_elsewhere() {
     let sources: Vec<(PathBuf, String)> = ["src", "tests", "benches", "fuzz/fuzz_targets"]
         .into_iter()
-        .chain(["xtask", "testkit", "admin", "local-support", "bench"])
+        .chain(["xtask", "testkit", "admin", "local-support"])
         .flat_map(|dir| files(dir, ".rs"))
         .map(|path| (path.clone(), std::fs::read_to_string(path).unwrap()))
         .collect();
@@ -159,8 +162,96 @@ fn the_docs_state_no_count_that_the_code_can_change() {
     );
 }
 
+/// What only Linux has: a Mac cannot build (or run) code that uses these.
+const LINUX_ONLY: [&str; 5] = [
+    "libc::prctl",
+    "libc::PR_",
+    "std::os::linux",
+    "\"/proc",
+    "\"/sys/",
+];
+
+/// Whether line `at` is inside an item, block or statement gated by
+/// `cfg(target_os = "linux")`: an attribute on it, or on something that
+/// holds it (each found above it at a lower indentation).
+fn gated(lines: &[&str], at: usize) -> bool {
+    let indentation = |line: &str| line.len() - line.trim_start().len();
+    let mut innermost = indentation(lines[at]);
+    // Whether the lines met now sit right above the construct that holds
+    // the line, where its attributes are.
+    let mut attached = true;
+    for line in lines[..at]
+        .iter()
+        .rev()
+        .filter(|line| !line.trim().is_empty())
+    {
+        let (indent, code) = (indentation(line), line.trim_start());
+        if indent < innermost {
+            innermost = indent;
+            attached = true;
+        } else if indent > innermost || !(code.starts_with("#[") || code.starts_with("//")) {
+            attached = false;
+            continue;
+        }
+        if attached && line.contains(r#"cfg(target_os = "linux")"#) {
+            return true;
+        }
+    }
+    false
+}
+
+/// The lines of `text` that use a Linux-only API outside a Linux gate.
+fn ungated_linux_calls(text: &str) -> Vec<usize> {
+    let lines: Vec<&str> = text.lines().collect();
+    (0..lines.len())
+        .filter(|&at| !lines[at].trim_start().starts_with("//"))
+        .filter(|&at| LINUX_ONLY.iter().any(|api| lines[at].contains(api)))
+        .filter(|&at| !gated(&lines, at))
+        .collect()
+}
+
+#[test]
+fn linux_only_apis_are_used_only_under_a_linux_gate() {
+    let mut found = Vec::new();
+    for dir in [
+        "src",
+        "tests",
+        "benches",
+        "fuzz/fuzz_targets",
+        "xtask",
+        "testkit",
+        "admin",
+    ]
+    .into_iter()
+    .chain(["local-support"])
+    {
+        // This file names the APIs it looks for.
+        for path in files(dir, ".rs")
+            .into_iter()
+            .filter(|path| !path.ends_with("tidy.rs"))
+        {
+            let text = std::fs::read_to_string(&path).unwrap();
+            for line in ungated_linux_calls(&text) {
+                let file = path.strip_prefix(root()).unwrap_or(&path).display();
+                found.push(format!("{file}:{}", line + 1));
+            }
+        }
+    }
+    assert!(
+        found.is_empty(),
+        "Linux-only APIs without cfg(target_os = \"linux\"):\n{}",
+        found.join("\n")
+    );
+}
+
 #[test]
 fn the_checks_find_what_they_look_for() {
+    let ungated = "fn peak() {\n    std::fs::read(\"/proc/self/status\");\n}\n";
+    assert_eq!(ungated_linux_calls(ungated), [1]);
+    let gated_fn = format!("#[cfg(target_os = \"linux\")]\n{ungated}");
+    assert!(ungated_linux_calls(&gated_fn).is_empty());
+    let gated_block = "fn start() {\n    #[cfg(target_os = \"linux\")]\n    unsafe {\n        libc::prctl(1);\n    }\n    libc::prctl(2);\n}\n";
+    assert_eq!(ungated_linux_calls(gated_block), [5]);
     assert_eq!(counts("the 32 mutations"), Some("32 mutations".into()));
     assert_eq!(
         counts("names four fuzz targets;"),

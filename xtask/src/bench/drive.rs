@@ -1,28 +1,24 @@
 //! Driving the functions: cold starts interleaved with warm requests
-//! ([`cold_start`]), requests handed out at once ([`throughput`]), and a
-//! burst of creates ([`burst`]); each hands its figures to `report`.
+//! ([`cold_start`]), and a burst of creates ([`burst`]); each hands its
+//! figures to `report`.
 
-use std::collections::BTreeMap;
 use std::path::Path;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
 
 use plant_store_local_support::Result;
-use plant_store_local_support::process::{output, pids, stat_fields};
+use plant_store_local_support::process::output;
 use plant_store_local_support::runtime_api::LambdaProcess;
 use serde_json::{Value, json};
 
 use super::billing::billed;
-use super::report::{median, percentile, render_cold, render_throughput, write_results};
+use super::report::{median, percentile, render_cold, write_results};
 use super::{Measured, Settings, Setup, TABLE};
 
 /// The DynamoDB Local JVM speeds up as it compiles its hot paths: warm
 /// requests that prime it before anything is measured.
 pub const PRIME_REQUESTS: usize = 300;
-/// Requests that warm each throughput batch's process (connection, TLS).
-const BATCH_PRIME: usize = 20;
-pub const CONCURRENCY: [usize; 2] = [1, 8];
 
 fn post_event(template: &Value, plant_id: u64) -> String {
     let mut event = template.clone();
@@ -102,7 +98,7 @@ impl ColdSamples {
             "warm_post_p99_ms": percentile(self.post, 0.99),
             "write_units_per_create": post_write_units,
             "read_units_per_get": get_read_units,
-            "peak_rss_mib": warm.peak_rss_kib() as f64 / 1024.0,
+            "peak_rss_mib": warm.peak_rss_kib().map(|kib| kib as f64 / 1024.0),
             "binary_bytes": function.binary.metadata()?.len(),
         }))
     }
@@ -305,176 +301,4 @@ async fn owner_exact(
     let recounted = output(setup.stack.admin()?.args(recount))?;
     Ok(body.as_array().map_or(0, Vec::len) == created
         && recounted.contains("1 counts right, 0 would set"))
-}
-
-/// CPU seconds (user + system) a process has used, from /proc.
-fn cpu_seconds(pid: u32) -> f64 {
-    // utime and stime: proc(5)'s fields 14 and 15.
-    let fields = stat_fields(pid).unwrap_or_default();
-    let times = fields.get(11..13).unwrap_or_default().iter();
-    let ticks: f64 = times.filter_map(|time| time.parse::<f64>().ok()).sum();
-    // SAFETY: sysconf has no preconditions.
-    ticks / unsafe { libc::sysconf(libc::_SC_CLK_TCK) } as f64
-}
-
-/// Pids of the processes whose command line contains `marker`.
-fn processes(marker: &str) -> Vec<u32> {
-    let has_marker = |pid: &u32| {
-        let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
-        (cmdline.windows(marker.len())).any(|window| window == marker.as_bytes())
-    };
-    pids().filter(has_marker).collect()
-}
-
-/// (busy, total) jiffies of the whole machine, all cores.
-fn machine_cpu() -> (u64, u64) {
-    let stat = std::fs::read_to_string("/proc/stat").unwrap_or_default();
-    let first_line = stat
-        .lines()
-        .next()
-        .unwrap_or_default()
-        .split_whitespace()
-        .skip(1);
-    let values: Vec<u64> = first_line.filter_map(|value| value.parse().ok()).collect();
-    let total: u64 = values.iter().sum();
-    let idle = values.get(3).unwrap_or(&0) + values.get(4).unwrap_or(&0);
-    (total - idle, total)
-}
-
-/// Who works for each request on this machine besides the function.
-const NEIGHBOURS: [(&str, &str); 2] = [
-    ("dynamodb_local", "DynamoDBLocal.jar"),
-    ("haproxy", "haproxy"),
-];
-
-/// One environment at this concurrency, primed, then every event handed
-/// out at once: requests per second, the most in flight, peak RSS, the
-/// function's CPU time per request, how busy the machine was, and the
-/// cores each process used.
-async fn batch(function: &Measured, concurrency: usize, events: Vec<String>) -> Result<Value> {
-    let env = (function.env).with("AWS_LAMBDA_MAX_CONCURRENCY", &concurrency.to_string());
-    let process = Arc::new(LambdaProcess::start(&command_of(&function.binary), &env).await);
-    for event in &events[..BATCH_PRIME] {
-        invoke_ok(&process, function, event).await?;
-    }
-    let measured = &events[BATCH_PRIME..];
-    let mut pids: BTreeMap<&str, Vec<u32>> = NEIGHBOURS
-        .iter()
-        .map(|(name, marker)| (*name, processes(marker)))
-        .collect();
-    pids.insert("function", vec![process.pid()]);
-    pids.insert("stand_in", vec![std::process::id()]);
-    let cpu = |pids: &BTreeMap<&str, Vec<u32>>| -> BTreeMap<String, f64> {
-        let used = |found: &Vec<u32>| found.iter().map(|&pid| cpu_seconds(pid)).sum();
-        pids.iter()
-            .map(|(name, found)| (name.to_string(), used(found)))
-            .collect()
-    };
-    let cpu_before = cpu(&pids);
-    let machine_before = machine_cpu();
-    let started = Instant::now();
-    let mut answers = tokio::task::JoinSet::new();
-    for event in measured {
-        let (process, event) = (process.clone(), event.clone());
-        let sampled = function.sampled;
-        answers.spawn(async move { process.invoke_sampled(&event, sampled).await });
-    }
-    while let Some(answer) = answers.join_next().await {
-        let status = answer?.response["statusCode"].as_u64();
-        if status != Some(200) {
-            return Err(format!("{}: status {status:?}", function.name).into());
-        }
-    }
-    let elapsed = started.elapsed().as_secs_f64();
-    let cpu_after = cpu(&pids);
-    let machine_after = machine_cpu();
-    let cores: BTreeMap<String, f64> = cpu_after
-        .iter()
-        .map(|(name, after)| (name.clone(), (after - cpu_before[name]) / elapsed))
-        .collect();
-    let (busy, total) = (
-        machine_after.0 - machine_before.0,
-        machine_after.1 - machine_before.1,
-    );
-    Ok(json!({
-        "requests_per_second": measured.len() as f64 / elapsed,
-        "max_in_flight": process.max_in_flight(),
-        "peak_rss_mib": process.peak_rss_kib() as f64 / 1024.0,
-        "cpu_ms_per_request": cores["function"] * elapsed * 1000.0 / measured.len() as f64,
-        "machine_busy_percent": 100.0 * busy as f64 / total.max(1) as f64,
-        "cores_used": cores,
-    }))
-}
-
-pub async fn throughput(setup: &Setup, settings: &Settings) -> Result {
-    let measured = ["function", "minimal", "before-inline"];
-    let measured: Vec<&Measured> = setup
-        .functions
-        .iter()
-        .filter(|function| measured.contains(&function.name.as_str()))
-        .collect();
-    let count = settings.batch + BATCH_PRIME;
-    // Reads and writes apart: DynamoDB Local serialises writes.
-    let mut samples: BTreeMap<(&str, &str, usize), Vec<Value>> = BTreeMap::new();
-    for round in 0..settings.batches {
-        let mut order = measured.clone();
-        if round % 2 == 1 {
-            order.reverse();
-        }
-        for workload in ["GET", "POST"] {
-            for function in &order {
-                for level in CONCURRENCY {
-                    let events = match workload {
-                        "GET" => vec![function.get_event.clone(); count],
-                        _ => (0..count)
-                            .map(|_| post_event(&function.post_template, next_plant_id()))
-                            .collect(),
-                    };
-                    let figure = batch(function, level, events).await?;
-                    samples
-                        .entry((workload, function.name.as_str(), level))
-                        .or_default()
-                        .push(figure);
-                }
-            }
-        }
-    }
-    let mut workloads = json!({});
-    for ((workload, name, level), runs) in &samples {
-        workloads[*workload][*name][format!("concurrency_{level}")] = over_rounds(runs);
-    }
-    let figures = json!({
-        "requests_per_batch": settings.batch,
-        "rounds": settings.batches,
-        "workloads": workloads,
-    });
-    let report = render_throughput(&figures);
-    write_results(&setup.results_dir, "throughput", &report, &figures)
-}
-
-/// One batch's figures over the rounds: medians, and the most for the
-/// requests in flight and the memory.
-fn over_rounds(runs: &[Value]) -> Value {
-    let all = |pointer: &str| -> Vec<f64> {
-        runs.iter()
-            .map(|run| run.pointer(pointer).unwrap().as_f64().unwrap())
-            .collect()
-    };
-    let median_of = |key: &str| median(all(&format!("/{key}")));
-    let max_of = |key: &str| all(&format!("/{key}")).into_iter().fold(0.0, f64::max);
-    let processes = runs[0]["cores_used"].as_object().unwrap().keys();
-    let cores: serde_json::Map<String, Value> = processes
-        .map(|process| {
-            let used = median(all(&format!("/cores_used/{process}")));
-            (process.clone(), used.into())
-        })
-        .collect();
-    json!({
-        "requests_per_second": median_of("requests_per_second"),
-        "cpu_ms_per_request": median_of("cpu_ms_per_request"),
-        "machine_busy_percent": median_of("machine_busy_percent"),
-        "max_in_flight": max_of("max_in_flight"),
-        "peak_rss_mib": max_of("peak_rss_mib"),
-        "cores_used": cores,
-    })
 }

@@ -20,7 +20,7 @@ use std::process::Command;
 
 use plant_store_local_support::fault_proxy::{Fault, FaultProxy};
 use plant_store_local_support::function::Env;
-use plant_store_local_support::key_server::KeyServer;
+use plant_store_local_support::http_server::{Reply, listen, respond, serve};
 use plant_store_local_support::keys::{AUDIENCE, Algorithm, ISSUER, Issuer, SigningKey};
 use plant_store_local_support::process::{Scope, free_port, run};
 use plant_store_local_support::tls_front::TlsFront;
@@ -29,7 +29,6 @@ use plant_store_local_support::{Result, log, root, tools_dir};
 use serde_json::Value;
 
 use crate::artifact::{check_no_jitter_entropy, sam_build};
-use crate::flags::Flags;
 use crate::stack::{Stack, debug_binary};
 
 /// What the flags say (`cargo xtask --help`).
@@ -41,9 +40,6 @@ pub struct Settings {
     warm: usize,
     /// Warm requests that prime DynamoDB Local before anything is measured.
     prime: usize,
-    /// Requests per throughput batch, and rounds of batches.
-    batch: usize,
-    batches: usize,
     sam_build: bool,
     /// Another build of the function, measured beside it.
     compare: Option<PathBuf>,
@@ -54,22 +50,20 @@ pub struct Settings {
 }
 
 impl Settings {
-    pub fn from_flags(flags: &mut Flags) -> Result<Self> {
-        if flags.switch("smoke")? {
-            return Ok(Self::smoke());
+    pub fn from_flags(flags: crate::flags::Bench) -> Self {
+        if flags.smoke {
+            return Self::smoke();
         }
-        Ok(Self {
+        Self {
             smoke: false,
-            rounds: flags.value("rounds", 20)?,
-            warm: flags.value("warm", 600)?,
+            rounds: flags.rounds.unwrap_or(20),
+            warm: flags.warm.unwrap_or(600),
             prime: drive::PRIME_REQUESTS,
-            batch: flags.value("throughput-requests", 1000)?,
-            batches: flags.value("throughput-rounds", 5)?,
-            sam_build: !flags.switch("no-sam-build")?,
-            compare: flags.optional("compare")?,
-            burst: flags.value("burst", 256)?,
-            strict: flags.switch("strict")?,
-        })
+            sam_build: !flags.no_sam_build,
+            compare: flags.compare,
+            burst: flags.burst.unwrap_or(256),
+            strict: flags.strict,
+        }
     }
 
     /// A few iterations of the debug build: the full test run's.
@@ -79,8 +73,6 @@ impl Settings {
             rounds: 3,
             warm: 20,
             prime: 5,
-            batch: 40,
-            batches: 1,
             sam_build: false,
             compare: None,
             burst: 32,
@@ -124,7 +116,7 @@ pub struct Setup {
     stack: Stack,
     /// Kept running while the functions use them: DynamoDB's and the key
     /// set's TLS fronts, and the key server.
-    _running: (TlsFront, TlsFront, KeyServer),
+    _running: (TlsFront, TlsFront, tokio::task::JoinHandle<()>),
 }
 
 /// The benchmarks, as `settings` say.
@@ -136,16 +128,9 @@ pub fn bench(settings: &Settings) -> Result {
         .build()?;
     let setup = Setup::start(settings, &runtime)?;
     let extra = artifact_sizes(settings)?;
-    let (rounds, warm, batches, batch) = (
-        settings.rounds,
-        settings.warm,
-        settings.batches,
-        settings.batch,
-    );
+    let (rounds, warm) = (settings.rounds, settings.warm);
     log!("cold_start: {rounds} cold starts and {warm} warm requests per function");
     runtime.block_on(drive::cold_start(&setup, settings, extra))?;
-    log!("throughput: {batches} rounds of {batch} requests at once, at concurrency 1 and 8");
-    runtime.block_on(drive::throughput(&setup, settings))?;
     let creates = settings.burst;
     log!("burst: {creates} creates by one owner and by 16, 16 in flight");
     runtime.block_on(drive::burst(&setup, settings))?;
@@ -176,11 +161,12 @@ impl Setup {
         let dynamodb = stack.env.get("AWS_ENDPOINT_URL_DYNAMODB");
         let recorder = runtime.block_on(FaultProxy::start(dynamodb, &[], Fault::PassThrough));
         let tls_dir = tools_dir().join("bench/tls");
-        let dynamodb_front = TlsFront::start(port_of(&recorder.url)?, &tls_dir)?;
+        let dynamodb_front =
+            runtime.block_on(TlsFront::start(port_of(&recorder.url)?, &tls_dir))?;
         // Cognito signs with RS256; the `es256` row's tokens use the second key.
         let issuer = Issuer::generate(&[Algorithm::RS256, Algorithm::ES256]);
-        let key_server = runtime.block_on(KeyServer::start(issuer.jwks()));
-        let key_front = TlsFront::start(key_server.port(), &tls_dir)?;
+        let (key_server, key_port) = runtime.block_on(key_server(issuer.jwks()));
+        let key_front = runtime.block_on(TlsFront::start(key_port, &tls_dir))?;
         let xray = runtime.block_on(XRayDaemon::start());
         let dynamodb_url = format!("https://{}", dynamodb_front.address);
         let mut base = Env::function(&dynamodb_url, TABLE, &issuer);
@@ -202,6 +188,23 @@ impl Setup {
             _running: (dynamodb_front, key_front, key_server),
         })
     }
+}
+
+/// The issuer's key set served on 127.0.0.1, as Cognito serves it (a
+/// TLS front goes before it); its port.
+async fn key_server(jwks: String) -> (tokio::task::JoinHandle<()>, u16) {
+    let (listener, address) = listen().await;
+    let server = serve(listener, move |_request| {
+        let jwks = jwks.clone();
+        async move {
+            let json = ("content-type", "application/json".to_owned());
+            Reply::Respond(respond(hyper::StatusCode::OK, &[json], jwks))
+        }
+    });
+    (
+        server,
+        port_of(&format!("http://{address}")).unwrap_or_default(),
+    )
 }
 
 /// The sizes of what `sam build` makes, unless the settings skip it.
@@ -278,9 +281,24 @@ fn functions(
         .map(|binary| settings.bin_dir().join(binary));
     let unbounded = compiled_in.with("MAX_PLANTS_PER_OWNER", "0");
     let mut rows = vec![
-        ("cognito", function.clone(), remote_keys(&compiled_in), Row::Rs256),
-        ("cognito-bundle", function.clone(), remote_keys(&bundle), Row::Rs256),
-        ("function", function.clone(), compiled_in.clone(), Row::Rs256),
+        (
+            "cognito",
+            function.clone(),
+            remote_keys(&compiled_in),
+            Row::Rs256,
+        ),
+        (
+            "cognito-bundle",
+            function.clone(),
+            remote_keys(&bundle),
+            Row::Rs256,
+        ),
+        (
+            "function",
+            function.clone(),
+            compiled_in.clone(),
+            Row::Rs256,
+        ),
         ("es256", function.clone(), compiled_in.clone(), Row::Es256),
         ("traced", function.clone(), compiled_in, Row::Rs256Sampled),
         ("unbounded", function, unbounded, Row::Rs256),
@@ -290,7 +308,12 @@ fn functions(
     if let Some(compare) = &settings.compare {
         // The build compared against, in both configurations; it reads
         // SSL_CERT_FILE as the SDK's default client does.
-        rows.push(("before-cognito", compare.clone(), remote_keys(&bundle), Row::Rs256));
+        rows.push((
+            "before-cognito",
+            compare.clone(),
+            remote_keys(&bundle),
+            Row::Rs256,
+        ));
         rows.push(("before-inline", compare.clone(), bundle, Row::Rs256));
     }
     rows
@@ -306,7 +329,11 @@ fn measured(rows: Vec<(&str, PathBuf, Env, Row)>, issuer: &Issuer) -> Result<Vec
     let (rs256, es256) = (token(&issuer.keys[0])?, token(&issuer.keys[1])?);
     let mut measured = Vec::new();
     for (name, binary, env, row) in rows {
-        let token = if matches!(row, Row::Es256) { &es256 } else { &rs256 };
+        let token = if matches!(row, Row::Es256) {
+            &es256
+        } else {
+            &rs256
+        };
         measured.push(Measured {
             name: name.to_owned(),
             binary,

@@ -6,10 +6,8 @@ use std::path::Path;
 use plant_store_local_support::Result;
 use serde_json::Value;
 
-use super::drive::CONCURRENCY;
-
 /// The benchmark's targets, in one place: the most each figure may be
-/// (the throughput ratio: the least). Ratios are to the floor (`minimal`)
+/// Ratios are to the floor (`minimal`)
 /// measured in the same run.
 pub mod limits {
     /// Cold total (init and first invocation), cognito / minimal.
@@ -33,14 +31,12 @@ pub mod limits {
     pub const BINARY_MB: f64 = 7.6;
     /// The arm64 `bootstrap` that `sam build` makes.
     pub const ARM64_BOOTSTRAP_MB: f64 = 6.0;
-    /// Requests per second at concurrency 8 / at 1, in one process.
-    pub const THROUGHPUT_SCALING: f64 = 3.0;
 }
 
 /// The lines of this run's reports that name a missed target.
 pub fn missed_targets(results_dir: &Path) -> Result<Vec<String>> {
     let mut missed = Vec::new();
-    for report in ["cold_start", "throughput", "burst"] {
+    for report in ["cold_start", "burst"] {
         let text = std::fs::read_to_string(results_dir.join(format!("{report}.txt")))?;
         let lines = text
             .lines()
@@ -232,140 +228,6 @@ fn cell(value: f64, width: usize) -> String {
         format!("{:>width$}", "n/a")
     } else {
         format!("{value:>width$.2}")
-    }
-}
-
-pub fn render_throughput(figures: &Value) -> String {
-    let (low, high) = (CONCURRENCY[0], CONCURRENCY[1]);
-    let throughput = Throughput(figures["workloads"].as_object().unwrap());
-    let header: String = CONCURRENCY
-        .map(|level| {
-            let rate = format!("c={level} req/s");
-            format!(
-                "{rate:>12}{:>10}{:>8}{:>9}",
-                "in flight", "cpu ms", "machine"
-            )
-        })
-        .concat();
-    let mut lines = vec![
-        format!(
-            "throughput: one process, {} requests handed out at once, {} rounds; medians. cpu: the function's CPU time per request; machine: how busy both cores were",
-            figures["requests_per_batch"], figures["rounds"]
-        ),
-        String::new(),
-        format!("{:<14}{header}{:>11}", "", format!("c={high}/c={low}")),
-    ];
-    lines.extend(throughput.rows());
-    let peak = at(
-        &figures["workloads"]["GET"]["function"],
-        high,
-        "peak_rss_mib",
-    );
-    let label = format!("peak RSS of the function at c={high}");
-    lines.extend([
-        String::new(),
-        format!("{label:<62}{peak:>8.2} MiB"),
-        String::new(),
-    ]);
-    lines.extend(throughput.cores());
-    lines.push(String::new());
-    lines.extend(throughput.verdicts());
-    lines.join("\n")
-}
-
-/// The throughput figures, by workload, function and concurrency.
-struct Throughput<'a>(&'a serde_json::Map<String, Value>);
-
-/// A figure of one function at one concurrency.
-fn at(by_level: &Value, level: usize, key: &str) -> f64 {
-    by_level[format!("concurrency_{level}")][key]
-        .as_f64()
-        .unwrap()
-}
-
-/// Requests per second at the higher concurrency over the lower.
-fn scaling(by_level: &Value) -> f64 {
-    let rate = |level| at(by_level, level, "requests_per_second");
-    rate(CONCURRENCY[1]) / rate(CONCURRENCY[0])
-}
-
-impl Throughput<'_> {
-    /// Each workload and function (`GET function`), with its figures.
-    fn each(&self) -> impl Iterator<Item = (String, &Value)> {
-        self.0.iter().flat_map(|(workload, by_function)| {
-            let functions = by_function.as_object().unwrap().iter();
-            functions.map(move |(name, by_level)| (format!("{workload} {name}"), by_level))
-        })
-    }
-
-    fn rows(&self) -> Vec<String> {
-        let row = |(label, by_level): (String, &Value)| {
-            let cells: String = CONCURRENCY
-                .iter()
-                .map(|&level| {
-                    format!(
-                        "{:>12.0}{:>10}{:>8.3}{:>8.0}%",
-                        at(by_level, level, "requests_per_second"),
-                        at(by_level, level, "max_in_flight"),
-                        at(by_level, level, "cpu_ms_per_request"),
-                        at(by_level, level, "machine_busy_percent")
-                    )
-                })
-                .collect();
-            format!("{label:<14}{cells}{:>10.2}x", scaling(by_level))
-        };
-        self.each().map(row).collect()
-    }
-
-    /// The cores each process used at the higher concurrency.
-    fn cores(&self) -> Vec<String> {
-        let high = CONCURRENCY[1];
-        let cores = std::thread::available_parallelism().map_or(0, |cores| cores.get());
-        let mut lines = vec![format!(
-            "cores in use at c={high} (of {cores}), by process:"
-        )];
-        for (label, by_level) in self.each() {
-            let by_process = by_level[format!("concurrency_{high}")]["cores_used"].as_object();
-            let used: Vec<String> = (by_process.unwrap().iter())
-                .map(|(process, used)| format!("{process} {:.2}", used.as_f64().unwrap()))
-                .collect();
-            lines.push(format!("  {label:<14}{}", used.join("  ")));
-        }
-        lines
-    }
-
-    /// The target: the higher concurrency at least 3x the lower. Where the
-    /// minimal function, on the same machine and store, cannot reach it
-    /// either and the function keeps up with it, the limit is the machine,
-    /// not the function.
-    fn verdicts(&self) -> Vec<String> {
-        let (low, high) = (CONCURRENCY[0], CONCURRENCY[1]);
-        let limit = limits::THROUGHPUT_SCALING;
-        let mut lines = Vec::new();
-        for (workload, by_function) in self.0 {
-            let rate = |name: &str| at(&by_function[name], high, "requests_per_second");
-            let keeps_up = rate("function") / rate("minimal");
-            let label = format!("{workload}: function / minimal at c={high}");
-            lines.push(format!("{label:<62}{keeps_up:>8.2}x"));
-            if by_function.get("before-inline").is_some() {
-                let ratio = rate("function") / rate("before-inline");
-                let label = format!("{workload}: function / before at c={high}");
-                lines.push(format!("{label:<62}{ratio:>8.2}x"));
-            }
-            let function = scaling(&by_function["function"]);
-            let minimal = scaling(&by_function["minimal"]);
-            let verdict = if function >= limit {
-                "ok".to_owned()
-            } else if minimal < limit && keeps_up >= 0.9 {
-                format!("machine-bound: minimal {minimal:.2}x")
-            } else {
-                "MISSED".to_owned()
-            };
-            let label = format!("{workload}: throughput c={high} / c={low} (function)");
-            let limit = format!(">= {limit}");
-            lines.push(target_line(&label, function, "x", &limit, &verdict));
-        }
-        lines
     }
 }
 
