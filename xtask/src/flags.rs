@@ -64,6 +64,11 @@ xflags::xflags! {
             /// The seed (the commit's first 8 hex digits).
             optional --seed n: u64
         }
+        /// The API's reference page, built from openapi.yaml (target/api-reference/) and checked in headless Chromium.
+        cmd api-docs {
+            /// Also the breaking-change gate against the released 1.0.0, with its proof.
+            optional --gate
+        }
         /// The acceptance suite against a running API: tokens in TOKEN_A and TOKEN_B, or two test users created (and deleted) in the Cognito user pool.
         cmd acceptance {
             required url: String

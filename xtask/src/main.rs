@@ -10,6 +10,7 @@ mod contract;
 mod flags;
 mod full_test;
 mod fuzz;
+mod interface;
 mod local_stack;
 mod stack;
 mod tidy;
@@ -72,6 +73,14 @@ fn task(task: Task) -> Result {
             flags.max_examples.unwrap_or(100),
             flags.seed,
         ),
+        Task::ApiDocs(flags) => {
+            if flags.gate {
+                interface::breaking_change_gate()?;
+            }
+            let page = interface::reference_page()?;
+            log!("the reference page: {}", page.display());
+            Ok(())
+        }
         Task::Acceptance(flags) => {
             acceptance::acceptance(&flags.url, flags.user_pool_id, flags.client_id)
         }
