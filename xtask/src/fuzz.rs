@@ -108,16 +108,13 @@ pub fn start_build(build: Build, priority: Priority) -> Result<FuzzBuild> {
     Ok(FuzzBuild { process, flags })
 }
 
-/// Waits for `build`, then fuzzes every target for `seconds`: as many at
-/// once as there are cores (libFuzzer runs a target on one core), or, at
-/// [`Priority::Idle`], one at a time in what other work leaves idle.
-/// Returns a summary line per target.
+/// Waits for `build`, then fuzzes every target for `seconds`, as many at
+/// once as there are cores (libFuzzer runs a target on one core); at
+/// [`Priority::Idle`] they take only what other work leaves idle, and
+/// still each runs its full `seconds`. Returns a summary line per target.
 pub fn fuzz_targets(build: FuzzBuild, seconds: u64, priority: Priority) -> Result<String> {
     build.process.finish()?;
-    let at_once = match priority {
-        Priority::Normal => std::thread::available_parallelism().map_or(1, usize::from),
-        Priority::Idle => 1,
-    };
+    let at_once = std::thread::available_parallelism().map_or(1, usize::from);
     let mut summary = Vec::new();
     for targets in TARGETS.chunks(at_once) {
         let outcomes = std::thread::scope(|threads| {
