@@ -35,13 +35,8 @@ pub struct Settings {
 }
 
 pub fn full_test(settings: &Settings) -> Result {
-    install_tools()?;
     std::fs::create_dir_all(tools_dir())?;
-    // The fuzz targets build at the lowest priority for the whole run: in
-    // what the steps below leave idle (single-threaded linters, waits on
-    // containers and on the emulator). Unoptimised, whatever `--build`
-    // says (that is `cargo xtask fuzz`'s): a smoke run needs no more.
-    let fuzz_build = fuzz::start_build(fuzz::Build::Dev, fuzz::Priority::Idle)?;
+    let fuzz_build = install_tools_and_start_fuzz_build()?;
     let cargo_test_log = tools_dir().join("cargo-test.log");
     let fuzzing;
     {
@@ -192,22 +187,29 @@ fn summary(cargo_test_log: &str) -> Result<String> {
     ))
 }
 
-/// The tools installed on first use, at once: the pip installs keep one
-/// core busy each, cargo-fuzz is a build, and the npm tools and Debian's
-/// Chromium mostly wait on the network. Each waits for the others even
-/// when it fails, so that no install is left running.
-fn install_tools() -> Result {
+/// The tools installed on first use, at once (the pip installs keep one
+/// core busy each, the npm tools and Debian's Chromium mostly wait on the
+/// network; the scope waits for every one, even when one fails, so that
+/// no install is left running); and, as soon as cargo-fuzz is installed, the
+/// fuzz targets' build, the fuzzing's long pole. It runs at the lowest
+/// priority for the whole run, in what the other steps leave idle;
+/// unoptimised, whatever `--build` says (that is `cargo xtask fuzz`'s): a
+/// smoke run needs no more.
+fn install_tools_and_start_fuzz_build() -> Result<fuzz::FuzzBuild> {
     std::thread::scope(|threads| {
         let others = [
+            threads.spawn(ensure_python_tools),
             threads.spawn(|| ensure_checkov().map(drop)),
-            threads.spawn(fuzz::ensure_cargo_fuzz),
             threads.spawn(|| ensure_npm_tools().map(drop)),
             threads.spawn(|| ensure_chromium().map(drop)),
         ];
-        let python_tools = ensure_python_tools();
-        others.into_iter().fold(python_tools, |result, install| {
-            result.and(install.join().expect("an install panicked"))
-        })
+        // On this thread: a started process ends with the thread that
+        // started it (`process::start`).
+        let fuzz_build = fuzz::start_build(fuzz::Build::Dev, fuzz::Priority::Idle);
+        for install in others {
+            install.join().expect("an install panicked")?;
+        }
+        fuzz_build
     })
 }
 

@@ -30,7 +30,7 @@ const TARGETS: [&str; 7] = [
 ];
 
 /// cargo-fuzz, installed into .tools/cargo on first use.
-pub fn ensure_cargo_fuzz() -> Result {
+fn ensure_cargo_fuzz() -> Result {
     ensure_cargo_tool("cargo-fuzz", "cargo-fuzz", "0.13.2")
 }
 
