@@ -29,7 +29,8 @@ xflags::xflags! {
             optional --max-examples n: usize
             /// The same through sam local start-api (25).
             optional --sam-local-max-examples n: usize
-            /// Seconds of fuzzing per target (30).
+            /// Seconds of fuzzing per target (20: a smoke run; `cargo xtask fuzz`
+            /// runs each for 30).
             optional --fuzz-seconds s: u64
         }
         /// The benchmarks (docs/performance.md).

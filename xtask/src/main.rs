@@ -57,7 +57,7 @@ fn task(task: Task) -> Result {
         Task::Test(test) => full_test::full_test(&full_test::Settings {
             max_examples: test.max_examples.unwrap_or(100),
             sam_local_max_examples: test.sam_local_max_examples.unwrap_or(25),
-            fuzz_seconds: test.fuzz_seconds.unwrap_or(30),
+            fuzz_seconds: test.fuzz_seconds.unwrap_or(20),
         }),
         Task::Bench(flags) => bench::bench(&bench::Settings::from_flags(flags)),
         Task::Fuzz(flags) => {
