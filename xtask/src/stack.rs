@@ -102,15 +102,15 @@ impl Stack {
 const FUNCTION_GRACE: Duration = Duration::from_secs(2);
 
 /// A binary of the workspace's debug build, built once per task with every
-/// other binary of the workspace: with the features `cargo test` builds
-/// with, so that the tests, the operator's commands and the function share
-/// one build of the dependencies.
+/// other binary of the workspace but xtask (which runs in its own profile):
+/// with the features `cargo test` builds with, so that the tests, the
+/// operator's commands and the function share one build of the dependencies.
 pub fn debug_binary(name: &str) -> Result<PathBuf> {
     static BUILT: OnceLock<Result<(), String>> = OnceLock::new();
     BUILT
         .get_or_init(|| {
-            let build = ["build", "--quiet", "--locked", "--workspace", "--bins"];
-            run(Command::new("cargo").args(build)).map_err(|error| error.to_string())
+            let build = "build --quiet --locked --workspace --exclude xtask --bins";
+            run(Command::new("cargo").args(build.split(' '))).map_err(|error| error.to_string())
         })
         .clone()?;
     Ok(root().join("target/debug").join(name))
