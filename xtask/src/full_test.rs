@@ -61,13 +61,31 @@ pub fn full_test(settings: &Settings) -> Result {
         });
         tests_by_name(&stack, artifact_build)?;
     }
-    log!("contract tests against the function behind cargo lambda's emulator");
-    contract_test(Target::CargoLambda, settings.max_examples, None)?;
-    log!("contract tests against sam local start-api (fewer examples: each crosses the emulator)");
-    contract_test(Target::SamLocal, settings.sam_local_max_examples, None)?;
-
-    log!("benchmark smoke run (debug build, a few iterations, no timing asserted)");
-    bench::bench(&bench::Settings::smoke())?;
+    // The contract tests through sam local mostly wait (SAM holds each
+    // answer for a second: docs/sam-local.md), so those behind cargo
+    // lambda's emulator and the benchmark's smoke run use the cores
+    // meanwhile, each on its own DynamoDB Local. The scope joins both
+    // sides, so that each stops what it started even when the other fails.
+    std::thread::scope(|threads| {
+        let through_sam_local = threads.spawn(|| {
+            log!(
+                "contract tests against sam local start-api, beside what follows (fewer examples: each crosses the emulator)"
+            );
+            contract_test(Target::SamLocal, settings.sam_local_max_examples, None)
+        });
+        let beside = || -> Result {
+            log!("contract tests against the function behind cargo lambda's emulator");
+            contract_test(Target::CargoLambda, settings.max_examples, None)?;
+            log!("benchmark smoke run (debug build, a few iterations, no timing asserted)");
+            bench::bench(&bench::Settings::smoke())
+        };
+        let beside = beside();
+        log!("waiting for the contract tests through sam local");
+        let through_sam_local = through_sam_local
+            .join()
+            .expect("the sam local contract thread panicked");
+        beside.and(through_sam_local)
+    })?;
 
     log!("waiting for the fuzzing smoke run");
     println!("{}", fuzzing.join().expect("the fuzzing thread panicked")?);
