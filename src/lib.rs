@@ -11,6 +11,8 @@
 //! is the one HTTPS client that the key fetch and the store share; [`log`]
 //! installs the log and, with [`xray`], X-Ray from the same spans.
 
+#![forbid(unsafe_code)]
+
 pub mod api;
 pub mod auth;
 pub mod config;

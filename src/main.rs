@@ -4,6 +4,8 @@
 //! [`PlantApi::invoke`]: one at a time on classic Lambda, up to
 //! `AWS_LAMBDA_MAX_CONCURRENCY` at once on Lambda Managed Instances.
 
+#![forbid(unsafe_code)]
+
 use std::sync::Arc;
 
 use lambda_http::lambda_runtime::{LambdaEvent, Runtime};

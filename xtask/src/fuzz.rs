@@ -53,8 +53,11 @@ pub fn fuzz(seconds: u64, build: Build) -> Result {
     Ok(())
 }
 
-/// How the targets are built: optimised (`release`, for long runs) or not
-/// (`dev`: about half the build time, far fewer inputs per second).
+/// How the targets are built: optimised with AddressSanitizer (`release`,
+/// for long runs), or neither (`dev`, the smoke run: about half the build
+/// time, far fewer inputs per second). The function forbids unsafe code, so
+/// ASan watches only its dependencies' (a long run's job); without it the
+/// dev build took 227 s of CPU against 290 s at bdcdc10.
 #[derive(Clone, Copy)]
 pub enum Build {
     Release,
@@ -94,7 +97,7 @@ pub fn start_build(build: Build, priority: Priority) -> Result<FuzzBuild> {
     // One target/ for everything; the instrumented build lives in its own corner.
     let mut flags = vec!["--fuzz-dir", "fuzz", "--target-dir", "target/fuzz"];
     if let Build::Dev = build {
-        flags.push("--dev");
+        flags.extend(["--dev", "--sanitizer", "none"]);
     }
     log!("building the fuzz targets");
     let log = tools_dir().join("fuzz-build.log");
