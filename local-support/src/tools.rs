@@ -95,14 +95,15 @@ pub fn ensure_npm_tools() -> Result<PathBuf> {
     Ok(commands)
 }
 
-/// A crate's binary, installed with `cargo install` into `.tools/cargo`.
-pub fn ensure_cargo_tool(binary: &str, krate: &str, version: &str) -> Result {
+/// A crate's binary, installed into `.tools/cargo` by `cargo install`, run
+/// with `cargo` (the command that starts cargo: under `nice`, say).
+pub fn ensure_cargo_tool(binary: &str, krate: &str, version: &str, mut cargo: Command) -> Result {
     if cargo_bin().join(binary).is_file() {
         return Ok(());
     }
     log!("installing {krate} {version} into .tools/cargo");
     let install = format!("install --quiet --locked {krate} --version {version} --root");
-    run(Command::new("cargo")
+    run(cargo
         .args(install.split(' '))
         .arg(tools_dir().join("cargo")))
 }

@@ -208,11 +208,12 @@ fn summary(cargo_test_log: &str) -> Result<String> {
 /// The tools installed on first use, at once (the pip installs keep one
 /// core busy each, the npm tools and Debian's Chromium mostly wait on the
 /// network; the scope waits for every one, even when one fails, so that
-/// no install is left running); and, as soon as cargo-fuzz is installed, the
-/// fuzz targets' build, the fuzzing's long pole. It runs at the lowest
-/// priority for the whole run, in what the other steps leave idle;
-/// unoptimised, whatever `--build` says (that is `cargo xtask fuzz`'s): a
-/// smoke run needs no more.
+/// no install is left running); and cargo-fuzz's build, then the fuzz
+/// targets', the fuzzing's long pole. Both run at the lowest priority, in
+/// what the other steps leave idle (at 8ec560e cargo-fuzz's build, at
+/// normal priority, shared the cores with the pip installs for 1 min 40 s).
+/// The targets are built unoptimised, whatever `--build` says (that is
+/// `cargo xtask fuzz`'s): a smoke run needs no more.
 fn install_tools_and_start_fuzz_build() -> Result<fuzz::FuzzBuild> {
     std::thread::scope(|threads| {
         let others = [

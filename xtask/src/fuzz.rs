@@ -29,20 +29,26 @@ const TARGETS: [&str; 7] = [
     "subject",
 ];
 
-/// cargo-fuzz, installed into .tools/cargo on first use.
-fn ensure_cargo_fuzz() -> Result {
-    ensure_cargo_tool("cargo-fuzz", "cargo-fuzz", "0.13.2")
+/// cargo-fuzz, installed into .tools/cargo on first use, its build at
+/// `priority` like the fuzzing's own.
+fn ensure_cargo_fuzz(priority: Priority) -> Result {
+    ensure_cargo_tool("cargo-fuzz", "cargo-fuzz", "0.13.2", cargo(priority))
 }
 
-fn cargo_fuzz(priority: Priority) -> Command {
-    let mut command = match priority {
+/// `cargo` at `priority`.
+fn cargo(priority: Priority) -> Command {
+    match priority {
         Priority::Normal => Command::new("cargo"),
         Priority::Idle => {
             let mut nice = Command::new("nice");
             nice.args(["-n", "19", "cargo"]);
             nice
         }
-    };
+    }
+}
+
+fn cargo_fuzz(priority: Priority) -> Command {
+    let mut command = cargo(priority);
     command.arg("fuzz").env("RUSTC_BOOTSTRAP", "1");
     command
 }
@@ -93,7 +99,7 @@ pub struct FuzzBuild {
 }
 
 pub fn start_build(build: Build, priority: Priority) -> Result<FuzzBuild> {
-    ensure_cargo_fuzz()?;
+    ensure_cargo_fuzz(priority)?;
     // One target/ for everything; the instrumented build lives in its own corner.
     let mut flags = vec!["--fuzz-dir", "fuzz", "--target-dir", "target/fuzz"];
     if let Build::Dev = build {
