@@ -5,8 +5,8 @@
 //! SIGHUP ([`stop_on_signals`], with the `ctrlc` crate). A started process
 //! also gets a stdin pipe that closes when this process ends, however it
 //! ends: DynamoDB Local (`java/DynamoDbLocalLoopback.java`) exits then. On
-//! Linux the kernel also ends a started process when its starter does
-//! (`PR_SET_PDEATHSIG`). Unix only (macOS and Linux).
+//! Linux the kernel also ends a started process when its starter does (the
+//! parent-death signal, set in [`start`]). Unix only (macOS and Linux).
 
 use std::io::Write;
 use std::os::unix::process::CommandExt;
@@ -211,7 +211,7 @@ pub struct Started {
 /// Starts `command` as the leader of a new process group, its stdout and
 /// stderr in the file `log` if given, and registers its stop: SIGTERM to
 /// the group, then SIGKILL after `grace`. On Linux the kernel also ends it
-/// if the thread that started it ends (`PR_SET_PDEATHSIG`): a task's main
+/// if the thread that started it ends (the parent-death signal): a task's main
 /// thread, a test's own thread, or the thread a test binary keeps for what
 /// it shares.
 pub fn start(
