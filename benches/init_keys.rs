@@ -44,7 +44,7 @@ async fn main() {
     for _ in 0..ROUNDS {
         let started = Instant::now();
         let source = KeySource::from_config(&KeyConfig::Inline(jwks.clone()), &https).unwrap();
-        source.prefetch().await;
+        source.load().await;
         let _verifier = Verifier::new(source, &rules);
         inline.push(started.elapsed());
 
@@ -57,7 +57,7 @@ async fn main() {
             &https,
         )
         .unwrap();
-        source.prefetch().await;
+        source.load().await;
         let _verifier = Verifier::new(source, &rules);
         remote.push(started.elapsed());
     }

@@ -51,7 +51,7 @@ impl PlantApi {
     pub async fn prepare(&self) {
         let init = tracing::info_span!(target: "xray", "## init", xray.outcome = Empty);
         let work = async {
-            tokio::join!(self.verifier.prefetch_keys(), self.store.warm_up());
+            tokio::join!(self.verifier.load_keys(), self.store.warm_up());
         };
         work.instrument(init.clone()).await;
         init.record("xray.outcome", "ok");

@@ -1,15 +1,12 @@
 //! Bearer tokens: parse the `Authorization` header, verify the JWT against the
-//! issuer's signing keys, check that it grants the route's scope when scopes
-//! are configured, and yield the caller as an [`Owner`].
+//! issuer's signing keys, check that it is an access token that grants the
+//! route's scope when scopes are configured, and yield the caller as an
+//! [`Owner`].
 //!
-//! A verified token is remembered ([`TokenCache`]), keyed on the whole
-//! token, until its `exp` (with the same leeway) or until the signing keys
-//! change, so that a client reusing its access token (Cognito's live an
-//! hour) is not verified again on every request. Nothing is accepted from
-//! the cache that would be refused fresh: the token is the same bytes, its
-//! expiry is checked on every use, a key set past its age is refreshed
-//! first and a changed key set empties the cache, and each verifier (one
-//! configuration: issuer, audience, client ids) has its own.
+//! A verified token is remembered ([`TokenCache`]) until its `exp` or until
+//! the key that verified it changes, so that a client reusing its access
+//! token is not verified again on every request; nothing is accepted from
+//! the cache that a fresh verification would refuse (docs/contract.md).
 
 use jsonwebtoken::{Validation, errors::ErrorKind, get_current_timestamp};
 use lambda_http::http::HeaderMap;
@@ -19,8 +16,15 @@ use serde_json::Value;
 
 use crate::config::{ScopeRules, TokenRules};
 use crate::domain::Owner;
-use crate::domain::limits::{MAX_TOKEN_BYTES, TOKEN_LEEWAY_SECONDS, VERIFIED_TOKENS};
-use crate::jwks::{ACCEPTED_ALGORITHMS, KeySource, KeysUnavailable};
+use crate::domain::limits::{MAX_TOKEN_BYTES, TOKEN_LEEWAY_SECONDS};
+use crate::jwks::{ACCEPTED_ALGORITHMS, KeySet, KeySource, KeysUnavailable};
+
+/// The most the verified tokens may weigh, tokens and owners together:
+/// about 1,000 Cognito access tokens.
+const VERIFIED_TOKEN_BYTES: u64 = 1024 * 1024;
+/// Claims that only OpenID Connect ID tokens carry (OIDC Core 1.0, sections
+/// 2 and 3.3.2.11): a token with one is no access token, whoever issued it.
+const ID_TOKEN_CLAIMS: [&str; 3] = ["nonce", "at_hash", "c_hash"];
 
 /// What a route needs a token to grant, when scopes are configured.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -38,13 +42,13 @@ pub enum AuthError {
     /// A bearer token that is past its `exp`.
     Expired,
     /// Any other reason: malformed (not one RFC 6750 b64token), signature,
-    /// key, algorithm, issuer, audience, claims.
+    /// key, algorithm, issuer, audience, claims, an ID token.
     InvalidToken,
     /// A valid token that does not grant this scope, which the route needs.
     InsufficientScope { scope: String },
-    /// The token names a signing key that is not cached, and the issuer's
-    /// key set cannot be fetched now: the token may well be valid, so the
-    /// answer is "retry", never "invalid" (which signs users out).
+    /// The issuer's keys cannot be known now (`KeysUnavailable`): the token
+    /// may well be valid, so the answer is "retry", never "invalid" (which
+    /// signs users out).
     KeysUnavailable,
 }
 
@@ -60,6 +64,8 @@ struct Claims {
     /// Checked by jsonwebtoken first (present, a number, not past); a
     /// number of seconds, rounded as jsonwebtoken rounds it.
     exp: f64,
+    /// Checked by jsonwebtoken when present (a number, not in the future).
+    nbf: Option<f64>,
     token_use: Option<String>,
     client_id: Option<String>,
     /// Every other claim, among them the granted scopes: `scope`,
@@ -86,6 +92,15 @@ impl Claims {
         };
         in_scope || in_scp
     }
+
+    /// An OpenID Connect ID token: one of [`ID_TOKEN_CLAIMS`], or Amazon
+    /// Cognito's own mark of one (`token_use` "id").
+    fn is_id_token(&self) -> bool {
+        ID_TOKEN_CLAIMS
+            .iter()
+            .any(|claim| self.other.contains_key(*claim))
+            || self.token_use.as_deref() == Some("id")
+    }
 }
 
 /// What a verified token says, as long as it may be trusted.
@@ -96,31 +111,44 @@ struct Verified {
     /// scopes off).
     grants_read: bool,
     grants_write: bool,
-    /// The last second it is valid: `exp` plus the leeway.
+    /// The seconds it is valid in: `nbf` and `exp`, with the leeway.
+    valid_from: u64,
     valid_until: u64,
-    /// The key set it was verified with ([`KeySource::generation`]).
+    /// The generation of the key set whose key verified it.
     generation: u64,
 }
 
-/// The tokens verified lately, at most [`VERIFIED_TOKENS`] of them: a
+/// The tokens verified lately, at most [`VERIFIED_TOKEN_BYTES`] of them: a
 /// concurrent cache (quick_cache, S3-FIFO eviction), safe when Lambda
 /// Managed Instances hand the function several requests at once.
-struct TokenCache(quick_cache::sync::Cache<String, Verified>);
+struct TokenCache(quick_cache::sync::Cache<String, Verified, Weight>);
+
+/// An entry's weight: its bytes.
+#[derive(Clone)]
+struct Weight;
+
+impl quick_cache::Weighter<String, Verified> for Weight {
+    fn weight(&self, token: &String, verified: &Verified) -> u64 {
+        let bytes = token.len() + verified.owner.as_str().len() + size_of::<Verified>();
+        u64::try_from(bytes).unwrap_or(u64::MAX)
+    }
+}
 
 impl TokenCache {
     fn new() -> Self {
-        Self(quick_cache::sync::Cache::new(VERIFIED_TOKENS))
+        Self(quick_cache::sync::Cache::with_weighter(
+            1024,
+            VERIFIED_TOKEN_BYTES,
+            Weight,
+        ))
     }
 
-    /// What `token` was verified as, if that still holds now, with the key
-    /// set of `generation`. A changed key set empties the cache.
+    /// What `token` was verified as, if that still holds `now` with the key
+    /// set of `generation`.
     fn get(&self, token: &str, generation: u64, now: u64) -> Option<Verified> {
         let verified = self.0.get(token)?;
-        if verified.generation != generation {
-            self.0.clear();
-            return None;
-        }
-        if now > verified.valid_until {
+        let valid = (verified.valid_from..=verified.valid_until).contains(&now);
+        if verified.generation != generation || !valid {
             self.0.remove(token);
             return None;
         }
@@ -177,9 +205,9 @@ impl Verifier {
         }
     }
 
-    /// Fetches a remote key set ahead of the first request (`KeySource::prefetch`).
-    pub async fn prefetch_keys(&self) {
-        self.keys.prefetch().await;
+    /// Fetches a remote key set at init (`KeySource::load`).
+    pub async fn load_keys(&self) {
+        self.keys.load().await;
     }
 
     /// The caller named by the request's bearer token, if the token grants
@@ -193,14 +221,12 @@ impl Verifier {
         if token.len() > MAX_TOKEN_BYTES {
             return Err(AuthError::InvalidToken);
         }
-        let generation = self.keys.generation().await;
-        let verified = match self
-            .verified
-            .get(token, generation, get_current_timestamp())
-        {
+        let keys = self.keys.current().await?;
+        let now = get_current_timestamp();
+        let verified = match self.verified.get(token, keys.generation(), now) {
             Some(verified) => verified,
             None => {
-                let verified = self.verify(token, generation).await?;
+                let verified = self.verify(token, keys).await?;
                 self.verified.insert(token, verified.clone());
                 verified
             }
@@ -222,8 +248,12 @@ impl Verifier {
         }
     }
 
-    /// Verifies `token` now, with the key set of `generation`.
-    async fn verify(&self, token: &str, generation: u64) -> Result<Verified, AuthError> {
+    /// Verifies `token` now, with `keys` (fetched again if they lack its key).
+    async fn verify(
+        &self,
+        token: &str,
+        mut keys: std::sync::Arc<KeySet>,
+    ) -> Result<Verified, AuthError> {
         let header = jsonwebtoken::decode_header(token).map_err(|_| AuthError::InvalidToken)?;
         // RFC 7515, section 4.1.11: a token whose header names extensions
         // that must be understood is refused unless each is; this verifier
@@ -245,7 +275,10 @@ impl Verifier {
             .find(|validation| validation.algorithms == [header.alg])
             .ok_or(AuthError::InvalidToken)?;
         let kid = header.kid.as_deref().ok_or(AuthError::InvalidToken)?;
-        let key = self.keys.key(kid).await?.ok_or(AuthError::InvalidToken)?;
+        if keys.get(kid).is_none() {
+            keys = self.keys.fetch_for(kid).await?;
+        }
+        let key = keys.get(kid).ok_or(AuthError::InvalidToken)?;
         if key.algorithm != header.alg {
             return Err(AuthError::InvalidToken);
         }
@@ -255,6 +288,9 @@ impl Verifier {
                 _ => AuthError::InvalidToken,
             })?
             .claims;
+        if claims.is_id_token() {
+            return Err(AuthError::InvalidToken);
+        }
         if !self.cognito_client_ids.is_empty() {
             let is_access_token = claims.token_use.as_deref() == Some("access");
             let is_our_client = claims
@@ -269,14 +305,17 @@ impl Verifier {
             Some(scopes) => (claims.grants(&scopes.read), claims.grants(&scopes.write)),
             None => (true, true),
         };
-        // jsonwebtoken checked `exp`: a finite number of seconds, not past.
-        let exp = claims.exp.round() as u64;
+        // jsonwebtoken checked `exp` and `nbf`: finite numbers of seconds.
+        let seconds = |claim: f64| claim.round() as u64;
         Ok(Verified {
             owner: Owner::parse(claims.sub).ok_or(AuthError::InvalidToken)?,
             grants_read,
             grants_write,
-            valid_until: exp.saturating_add(TOKEN_LEEWAY_SECONDS),
-            generation,
+            valid_from: claims
+                .nbf
+                .map_or(0, |nbf| seconds(nbf).saturating_sub(TOKEN_LEEWAY_SECONDS)),
+            valid_until: seconds(claims.exp).saturating_add(TOKEN_LEEWAY_SECONDS),
+            generation: keys.generation(),
         })
     }
 }
@@ -316,7 +355,8 @@ fn bearer_token(headers: &HeaderMap) -> Result<&str, AuthError> {
     }
     // A Bearer value with bytes beyond ASCII is a malformed token.
     let token = std::str::from_utf8(token).map_err(|_| AuthError::InvalidToken)?;
-    match token.trim() {
+    // Only the whitespace HTTP knows: spaces and tabs (RFC 9110, section 5.6.3).
+    match token.trim_matches([' ', '\t']) {
         "" => Err(AuthError::MissingToken),
         token if values.next().is_some() || !is_b64token(token) => Err(AuthError::InvalidToken),
         token => Ok(token),
@@ -364,6 +404,7 @@ mod tests {
         );
         // Several spaces after the scheme are allowed (1*SP).
         assert_eq!(bearer_token(&headers(&["Bearer   abc"])), Ok("abc"));
+        assert_eq!(bearer_token(&headers(&["Bearer abc\t "])), Ok("abc"));
         assert_eq!(
             bearer_token(&headers(&["Basic abc, Bearer def"])),
             Err(AuthError::MissingToken)
@@ -404,6 +445,13 @@ mod tests {
             HeaderValue::from_bytes(b"Bearer ab\xff").unwrap(),
         );
         assert_eq!(bearer_token(&non_ascii), Err(AuthError::InvalidToken));
+        // Unicode's other spaces are no HTTP whitespace: a no-break space
+        // after the token is part of it.
+        non_ascii.insert(
+            AUTHORIZATION,
+            HeaderValue::from_bytes("Bearer abc\u{a0}".as_bytes()).unwrap(),
+        );
+        assert_eq!(bearer_token(&non_ascii), Err(AuthError::InvalidToken));
         non_ascii.insert(
             AUTHORIZATION,
             HeaderValue::from_bytes(b"Basic \xc3\xa9").unwrap(),
@@ -428,13 +476,14 @@ mod tests {
             owner: Owner::parse(owner.into()).unwrap(),
             grants_read: true,
             grants_write: false,
+            valid_from: 10,
             valid_until,
             generation,
         }
     }
 
     #[test]
-    fn a_cached_token_holds_until_its_expiry_and_while_the_keys_are_the_same() {
+    fn a_cached_token_holds_within_its_validity_and_while_its_key_is_the_same() {
         let cache = TokenCache::new();
         cache.insert("token-a", verified("alice", 100, 1));
         cache.insert("token-b", verified("bob", 100, 1));
@@ -454,22 +503,61 @@ mod tests {
             None,
             "never verified"
         );
-        // Another key set: every entry goes.
+        // Before `nbf`, or with another key set: no answer from the cache,
+        // and only that entry goes.
+        assert_eq!(cache.get("token-b", 1, 9).map(|_| ()), None, "not yet");
+        cache.insert("token-b", verified("bob", 100, 1));
         assert_eq!(cache.get("token-b", 2, 50).map(|_| ()), None);
-        assert_eq!(cache.0.len(), 0);
+        cache.insert("token-c", verified("carol", 100, 1));
+        cache.insert("token-d", verified("dave", 100, 2));
+        assert_eq!(cache.get("token-d", 2, 50).map(|_| ()), Some(()));
+        assert_eq!(cache.0.len(), 2);
     }
 
     #[test]
-    fn the_cache_holds_at_most_its_bound() {
+    fn the_cache_holds_at_most_its_bytes() {
         let cache = TokenCache::new();
-        for n in 0..VERIFIED_TOKENS * 3 {
-            cache.insert(&format!("token-{n}"), verified("alice", u64::MAX, 0));
+        let token = "t".repeat(MAX_TOKEN_BYTES);
+        for n in 0..1024 {
+            cache.insert(&format!("{token}{n}"), verified("alice", u64::MAX, 0));
         }
-        let held = cache.0.len();
+        let held = cache.0.weight();
         assert!(
-            held > 0 && held <= VERIFIED_TOKENS,
-            "{held} tokens held, at most {VERIFIED_TOKENS} wanted"
+            held > 0 && held <= VERIFIED_TOKEN_BYTES,
+            "{held} bytes held, at most {VERIFIED_TOKEN_BYTES} wanted"
         );
+        assert!(cache.0.len() < 1024 * 1024 / MAX_TOKEN_BYTES);
+    }
+
+    #[test]
+    fn id_tokens_are_told_by_their_claims() {
+        use serde_json::json;
+        let claims = |extra: Value| -> Claims {
+            let mut claims = json!({"sub": "alice", "exp": 1});
+            claims
+                .as_object_mut()
+                .unwrap()
+                .extend(extra.as_object().unwrap().clone());
+            serde_json::from_value(claims).unwrap()
+        };
+        for id_token in [
+            json!({"nonce": "n"}),
+            json!({"at_hash": "h"}),
+            json!({"c_hash": "h"}),
+            json!({"token_use": "id"}),
+        ] {
+            assert!(claims(id_token.clone()).is_id_token(), "{id_token}");
+        }
+        for access_token in [
+            json!({}),
+            json!({"token_use": "access", "auth_time": 1}),
+            json!({"scp": "x", "sid": "s", "azp": "c"}),
+        ] {
+            assert!(
+                !claims(access_token.clone()).is_id_token(),
+                "{access_token}"
+            );
+        }
     }
 
     #[test]

@@ -131,9 +131,12 @@ pub struct KeyRefresh {
     /// The same while no key set has ever been fetched (the issuer was down
     /// at start-up): sooner, but still not on every request.
     pub retry_without_keys: Duration,
-    /// How long a fetched key set is trusted before a request refreshes it,
-    /// so that keys the issuer removed stop verifying.
+    /// How long a fetched key set is trusted before a request fetches it
+    /// again, so that keys the issuer removed stop verifying.
     pub max_age: Duration,
+    /// How long the last good key set keeps serving while fetches fail;
+    /// past it, requests answer 503 (docs/contract.md says why a day).
+    pub keep_last_good: Duration,
 }
 
 impl Default for KeyRefresh {
@@ -142,6 +145,7 @@ impl Default for KeyRefresh {
             refetch_interval: Duration::from_secs(10),
             retry_without_keys: Duration::from_secs(1),
             max_age: Duration::from_secs(3600),
+            keep_last_good: Duration::from_secs(24 * 3600),
         }
     }
 }

@@ -25,11 +25,6 @@ pub mod limits {
     pub const MAX_TOKEN_BYTES: usize = 8 * 1024;
     /// Clock skew tolerated on a token's `exp` and `nbf`, in seconds.
     pub const TOKEN_LEEWAY_SECONDS: u64 = 30;
-    /// How many verified tokens the function remembers (`crate::auth`): a
-    /// Cognito access token is about 1 KB, so at most about 1 MB.
-    pub const VERIFIED_TOKENS: usize = 1024;
-    /// The most an issuer's key set may weigh.
-    pub const MAX_JWKS_BYTES: usize = 150 * 1024;
     /// The most characters of a client's own text (a method, a header
     /// name) that an error message repeats.
     pub const MAX_ECHOED_CHARS: usize = 64;

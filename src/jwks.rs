@@ -1,46 +1,36 @@
-//! The issuer's signing keys: a JWKS parsed into the keys this API accepts,
-//! given inline (local use) or fetched from the issuer's JWKS URL and cached
-//! by `kid` (production).
-//!
-//! The remote source:
-//! - fetches over HTTPS (plain HTTP only for a loopback host, for tests)
-//!   through the function's one HTTPS client ([`crate::https`]), whose
-//!   trust store the DynamoDB client shares;
-//! - bounds a fetch: 1.5 s for the whole exchange, 150 KB of body;
-//! - refetches for an unknown `kid` at most once per
-//!   [`KeyRefresh::refetch_interval`], and concurrent misses wait for the one
-//!   fetch in flight instead of starting their own;
-//! - refreshes a key set older than [`KeyRefresh::max_age`] on the next
-//!   request; a failed refetch keeps the last good key set serving;
-//! - answers [`KeysUnavailable`] for a `kid` it does not hold while its last
-//!   fetch failed: whether the token is valid cannot be known then. A `kid`
-//!   that a successfully fetched key set does not hold is simply unknown;
-//! - counts its key sets ([`KeySource::generation`]): the verifier forgets
-//!   the tokens it verified whenever the keys change.
+//! The issuer's signing keys: a JWKS read entry by entry into the keys this
+//! API accepts, given inline (local use) or fetched from the issuer's JWKS
+//! URL and kept (production). docs/contract.md states the rules a fetch
+//! follows: a key set that parses is the issuer's word, even when it holds
+//! no usable key; only a failed fetch keeps the last good set, and only for
+//! [`KeyRefresh::keep_last_good`].
 
 use std::collections::HashMap;
 use std::fmt;
-use std::sync::RwLock;
+use std::hash::{DefaultHasher, Hash, Hasher};
+use std::sync::{Arc, RwLock};
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use http_body_util::{BodyExt, Empty, Limited};
 use hyper_util::client::legacy::Client;
 use hyper_util::rt::TokioExecutor;
-use jsonwebtoken::jwk::{AlgorithmParameters, EllipticCurve, Jwk, JwkSet, PublicKeyUse};
+use jsonwebtoken::jwk::{AlgorithmParameters, EllipticCurve, Jwk, PublicKeyUse};
 use jsonwebtoken::{Algorithm, DecodingKey};
 use lambda_http::http::Uri;
-
+use serde::Deserialize;
+use serde_json::value::RawValue;
 use tracing::Instrument;
 use tracing::field;
 
 use crate::config::{KeyConfig, KeyRefresh};
-use crate::domain::limits::MAX_JWKS_BYTES;
 use crate::https::{Connector, Https};
 
 /// Only asymmetric signatures: `none` and HMAC are never accepted.
 pub(crate) const ACCEPTED_ALGORITHMS: [Algorithm; 3] =
     [Algorithm::RS256, Algorithm::ES256, Algorithm::EdDSA];
+/// The most an issuer's key set may weigh, and take to arrive.
+pub const MAX_JWKS_BYTES: usize = 150 * 1024;
 const FETCH_TIMEOUT: Duration = Duration::from_millis(1500);
 
 /// A verification key taken from a JWKS, with the one algorithm it verifies.
@@ -50,49 +40,86 @@ pub(crate) struct VerificationKey {
     pub(crate) key: DecodingKey,
 }
 
-/// The usable signing keys of a JWKS, by `kid`.
-#[derive(Clone, Default)]
+/// The usable signing keys of one JWKS, by `kid`.
+#[derive(Clone)]
 pub struct KeySet {
     keys: HashMap<String, VerificationKey>,
+    /// A hash of the usable keys themselves (`kid`, algorithm, key
+    /// material): the same keys fetched again, in any order or spacing, are
+    /// the same generation; any change of a key is another.
+    generation: u64,
+    /// Entries that were not usable keys, of any shape.
+    skipped: usize,
 }
 
+/// A document that is not a JWKS at all: not JSON, or no `keys` array.
 #[derive(Debug)]
-pub struct KeySetError(String);
+pub struct NotAJwks(String);
 
-impl fmt::Display for KeySetError {
+impl fmt::Display for NotAJwks {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.0)
+        write!(f, "the key set is not a JWKS: {}", self.0)
     }
 }
 
-impl std::error::Error for KeySetError {}
+impl std::error::Error for NotAJwks {}
 
 impl KeySet {
-    /// Parses a JWKS document. Keys that cannot verify one of the accepted
-    /// algorithms (encryption keys, symmetric keys, other curves, keys without
-    /// a `kid`) are skipped; a set with no usable key is an error.
-    pub fn from_jwks_json(json: &str) -> Result<Self, KeySetError> {
-        let set: JwkSet = serde_json::from_str(json)
-            .map_err(|error| KeySetError(format!("the key set is not a valid JWKS: {error}")))?;
-        let keys: HashMap<_, _> = set.keys.iter().filter_map(usable_key).collect();
-        if keys.is_empty() {
-            return Err(KeySetError(
-                "the key set has no usable signing key (RS256, ES256 or EdDSA with a kid)".into(),
-            ));
+    /// Reads a JWKS entry by entry. An entry that is no usable signing key,
+    /// whatever its shape (another key type or curve, an encryption or
+    /// symmetric key, a malformed field, no `kid`), is skipped and counted;
+    /// a `kid` that two usable entries claim is ambiguous, and neither is
+    /// used. Only a document that is no JWKS at all is an error.
+    pub fn from_jwks_json(json: &str) -> Result<Self, NotAJwks> {
+        #[derive(Deserialize)]
+        struct Document<'a> {
+            #[serde(borrow)]
+            keys: Vec<&'a RawValue>,
         }
-        Ok(Self { keys })
+        let document: Document =
+            serde_json::from_str(json).map_err(|error| NotAJwks(error.to_string()))?;
+        let entries = document.keys.len();
+        let mut usable: Vec<(String, VerificationKey, String)> = document
+            .keys
+            .iter()
+            .filter_map(|entry| usable_key(&serde_json::from_str(entry.get()).ok()?))
+            .collect();
+        usable.sort_by(|a, b| a.0.cmp(&b.0));
+        let ambiguous: Vec<String> = usable
+            .windows(2)
+            .filter(|pair| pair[0].0 == pair[1].0)
+            .map(|pair| pair[0].0.clone())
+            .collect();
+        usable.retain(|(kid, _, _)| !ambiguous.contains(kid));
+        let mut hasher = DefaultHasher::new();
+        for (kid, key, material) in &usable {
+            (kid, key.algorithm, material).hash(&mut hasher);
+        }
+        Ok(Self {
+            skipped: entries - usable.len(),
+            generation: hasher.finish(),
+            keys: usable.into_iter().map(|(kid, key, _)| (kid, key)).collect(),
+        })
     }
 
     pub(crate) fn get(&self, kid: &str) -> Option<&VerificationKey> {
         self.keys.get(kid)
     }
 
-    pub(crate) fn len(&self) -> usize {
-        self.keys.len()
+    /// Which keys these are: see the field.
+    pub(crate) fn generation(&self) -> u64 {
+        self.generation
+    }
+
+    /// The `kid`s of the usable keys.
+    pub fn kids(&self) -> impl Iterator<Item = &str> {
+        self.keys.keys().map(String::as_str)
     }
 }
 
-fn usable_key(jwk: &Jwk) -> Option<(String, VerificationKey)> {
+/// `jwk` as a key this API verifies with, its `kid` and its key material
+/// (as JSON, for the generation); `None` if it is none.
+fn usable_key(jwk: &Jwk) -> Option<(String, VerificationKey, String)> {
     let kid = jwk.common.key_id.clone()?;
     if matches!(&jwk.common.public_key_use, Some(usage) if *usage != PublicKeyUse::Signature) {
         return None;
@@ -114,66 +141,86 @@ fn usable_key(jwk: &Jwk) -> Option<(String, VerificationKey)> {
         return None;
     }
     let key = DecodingKey::from_jwk(jwk).ok()?;
-    Some((kid, VerificationKey { algorithm, key }))
+    let material = serde_json::to_string(&jwk.algorithm).ok()?;
+    Some((kid, VerificationKey { algorithm, key }, material))
 }
 
 /// Where verification keys come from: a key set given inline in the
 /// configuration (local use), or the issuer's JWKS URL (production).
 pub enum KeySource {
-    Inline(KeySet),
+    Inline(Arc<KeySet>),
     Remote(Box<RemoteKeys>),
 }
+
+/// The keys cannot be known now: the issuer's key set could not be fetched
+/// (and the token's key is not in the last good one), or the last good one
+/// is older than [`KeyRefresh::keep_last_good`]. Retry later.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct KeysUnavailable;
 
 impl KeySource {
     /// `https`: the client a remote key set is fetched with.
     pub fn from_config(config: &KeyConfig, https: &Https) -> Result<Self, KeySourceError> {
         match config {
-            KeyConfig::Inline(jwks) => Ok(Self::Inline(KeySet::from_jwks_json(jwks)?)),
+            KeyConfig::Inline(jwks) => Self::inline(jwks),
             KeyConfig::Url { url, refresh } => {
                 RemoteKeys::new(url, *refresh, https).map(|remote| Self::Remote(Box::new(remote)))
             }
         }
     }
 
-    /// Fetches remote keys ahead of the first request (a no-op for inline
-    /// keys). A failure is logged, not fatal: requests retry the fetch.
-    pub async fn prefetch(&self) {
+    /// A fixed key set (`AUTH_JWKS`), which must hold a usable key.
+    pub fn inline(jwks: &str) -> Result<Self, KeySourceError> {
+        let set = KeySet::from_jwks_json(jwks).map_err(KeySourceError::NotAJwks)?;
+        if set.keys.is_empty() {
+            return Err(KeySourceError::NoUsableKey);
+        }
+        Ok(Self::Inline(Arc::new(set)))
+    }
+
+    /// Fetches a remote key set now, at init (a no-op for inline keys). A
+    /// failure is logged, not fatal: requests fetch again.
+    pub async fn load(&self) {
         if let Self::Remote(remote) = self
-            && let Err(error) = remote.refresh().await
+            && let Err(error) = remote.fetch_now().await
         {
-            tracing::warn!(%error, "no signing keys yet; the first requests will retry");
+            tracing::warn!(%error, "no signing keys yet; the first requests will fetch again");
         }
     }
 
-    /// The key for `kid`, `None` if the key set does not hold it.
-    pub(crate) async fn key(&self, kid: &str) -> Result<Option<VerificationKey>, KeysUnavailable> {
+    /// The key set that verifies now: a remote one past its age is fetched
+    /// again first, so that a key its issuer removed stops verifying, also
+    /// for the tokens verified with it before.
+    pub(crate) async fn current(&self) -> Result<Arc<KeySet>, KeysUnavailable> {
         match self {
-            Self::Inline(set) => Ok(set.get(kid).cloned()),
-            Self::Remote(remote) => remote.key(kid).await,
+            Self::Inline(set) => Ok(Arc::clone(set)),
+            Self::Remote(remote) => remote.current().await,
         }
     }
 
-    /// Which key set verifies now: a number that changes whenever the keys
-    /// do. A remote set past its age is refreshed first, as [`Self::key`]
-    /// would, so that a key its issuer removed stops verifying also for the
-    /// tokens verified with it before.
-    pub(crate) async fn generation(&self) -> u64 {
-        match self {
-            Self::Inline(_) => 0,
-            Self::Remote(remote) => remote.generation().await,
+    /// The key set after fetching it again for `kid`, which the current
+    /// one does not hold (at most once per [`KeyRefresh::refetch_interval`]);
+    /// [`KeysUnavailable`] if that fetch failed and the last good set does
+    /// not hold it either.
+    pub(crate) async fn fetch_for(&self, kid: &str) -> Result<Arc<KeySet>, KeysUnavailable> {
+        let remote = match self {
+            Self::Inline(set) => return Ok(Arc::clone(set)),
+            Self::Remote(remote) => remote,
+        };
+        remote.fetch_if_due().await;
+        let set = remote.last_good()?;
+        if set.get(kid).is_none() && remote.read_state().last_failed {
+            return Err(KeysUnavailable);
         }
+        Ok(set)
     }
 }
-
-/// The key for a token is not cached, and the issuer's key set could not be
-/// fetched: retry later.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct KeysUnavailable;
 
 /// Why the configured key source cannot be used: the function does not start.
 #[derive(Debug)]
 pub enum KeySourceError {
-    InvalidKeySet(KeySetError),
+    NotAJwks(NotAJwks),
+    NoUsableKey,
     NotAUrl(String),
     NotHttps(String),
 }
@@ -181,7 +228,10 @@ pub enum KeySourceError {
 impl fmt::Display for KeySourceError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            Self::InvalidKeySet(error) => write!(f, "AUTH_JWKS: {error}"),
+            Self::NotAJwks(error) => write!(f, "AUTH_JWKS: {error}"),
+            Self::NoUsableKey => {
+                f.write_str("AUTH_JWKS: no usable signing key (RS256, ES256 or EdDSA with a kid)")
+            }
             Self::NotAUrl(url) => write!(f, "the JWKS URL {url:?} is not a URL"),
             Self::NotHttps(url) => write!(f, "the JWKS URL {url} must use https"),
         }
@@ -190,40 +240,34 @@ impl fmt::Display for KeySourceError {
 
 impl std::error::Error for KeySourceError {}
 
-impl From<KeySetError> for KeySourceError {
-    fn from(error: KeySetError) -> Self {
-        Self::InvalidKeySet(error)
-    }
-}
-
 #[derive(Debug)]
 pub struct FetchError(String);
 
-impl std::fmt::Display for FetchError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+impl fmt::Display for FetchError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "fetching the JWKS failed: {}", self.0)
     }
 }
 
 impl std::error::Error for FetchError {}
 
-struct Cache {
-    /// The last good key set and when it was fetched.
-    keys: Option<(KeySet, Instant)>,
+/// What the remote source knows.
+#[derive(Default)]
+struct State {
+    /// The issuer's last word: the key set of the last fetch that parsed,
+    /// and when it was fetched.
+    keys: Option<(Arc<KeySet>, Instant)>,
     last_attempt: Option<Instant>,
     /// Whether the last fetch failed: an unknown `kid` is then unknowable.
     last_failed: bool,
-    /// How many different key sets have been fetched, and a hash of the
-    /// last one's document.
-    generation: (u64, u64),
 }
 
-/// The issuer's key set behind its JWKS URL, cached.
+/// The issuer's key set behind its JWKS URL, kept between requests.
 pub struct RemoteKeys {
     url: Uri,
     refresh: KeyRefresh,
     client: Client<Connector, Empty<Bytes>>,
-    cache: RwLock<Cache>,
+    state: RwLock<State>,
     /// Held for the duration of a fetch: one fetch at a time.
     fetching: tokio::sync::Mutex<()>,
 }
@@ -240,121 +284,96 @@ impl RemoteKeys {
             Some("http") if loopback => {}
             _ => return Err(KeySourceError::NotHttps(url.to_string())),
         }
-        let client = Client::builder(TokioExecutor::new()).build(https.connector());
         Ok(Self {
             url,
             refresh,
-            client,
-            cache: RwLock::new(Cache {
-                keys: None,
-                last_attempt: None,
-                last_failed: false,
-                generation: (0, 0),
-            }),
+            client: Client::builder(TokioExecutor::new()).build(https.connector()),
+            state: RwLock::default(),
             fetching: tokio::sync::Mutex::new(()),
         })
     }
 
-    /// Fetches the key set now, replacing the cache on success. Called once at
-    /// start-up, where Lambda gives the function full CPU.
-    async fn refresh(&self) -> Result<(), FetchError> {
-        let _fetching = self.fetching.lock().await;
-        self.fetch_into_cache().await
-    }
-
-    async fn key(&self, kid: &str) -> Result<Option<VerificationKey>, KeysUnavailable> {
-        let (key, fresh) = self.cached(kid);
-        if key.is_some() && fresh {
-            return Ok(key);
-        }
-        self.refetch().await;
-        match self.cached(kid).0 {
-            Some(key) => Ok(Some(key)),
-            None if self.read_cache().last_failed => Err(KeysUnavailable),
-            None => Ok(None),
-        }
-    }
-
-    async fn generation(&self) -> u64 {
-        let fresh = {
-            let cache = self.read_cache();
-            let fresh = |(_, fetched): &(KeySet, Instant)| fetched.elapsed() < self.refresh.max_age;
-            cache.keys.as_ref().is_none_or(fresh)
-        };
-        if !fresh {
-            self.refetch().await;
-        }
-        self.read_cache().generation.0
-    }
-
-    /// Fetches the key set again, unless another request did within the
-    /// interval; a failure keeps the last good key set serving.
-    async fn refetch(&self) {
-        let _fetching = self.fetching.lock().await;
-        // Another request may have fetched while this one waited: the
-        // interval check then sends it to the cache.
-        if self.may_refetch()
-            && let Err(error) = self.fetch_into_cache().await
-        {
-            tracing::warn!(%error, "keeping the last good key set");
-        }
-    }
-
-    fn read_cache(&self) -> std::sync::RwLockReadGuard<'_, Cache> {
-        self.cache
+    fn read_state(&self) -> std::sync::RwLockReadGuard<'_, State> {
+        self.state
             .read()
             .unwrap_or_else(|poisoned| poisoned.into_inner())
     }
 
-    /// The cached key for `kid`, and whether the key set is still fresh.
-    fn cached(&self, kid: &str) -> (Option<VerificationKey>, bool) {
-        let cache = self.read_cache();
-        match &cache.keys {
-            Some((keys, fetched)) => (
-                keys.get(kid).cloned(),
-                fetched.elapsed() < self.refresh.max_age,
-            ),
-            None => (None, false),
+    /// The last good key set, while it is younger than `keep_last_good`.
+    fn last_good(&self) -> Result<Arc<KeySet>, KeysUnavailable> {
+        match &self.read_state().keys {
+            Some((set, fetched)) if fetched.elapsed() < self.refresh.keep_last_good => {
+                Ok(Arc::clone(set))
+            }
+            _ => Err(KeysUnavailable),
         }
     }
 
-    fn may_refetch(&self) -> bool {
-        let cache = self.read_cache();
-        let interval = match cache.keys {
-            Some(_) => self.refresh.refetch_interval,
-            None => self.refresh.retry_without_keys,
+    async fn current(&self) -> Result<Arc<KeySet>, KeysUnavailable> {
+        let fresh = match &self.read_state().keys {
+            Some((set, fetched)) if fetched.elapsed() < self.refresh.max_age => {
+                Some(Arc::clone(set))
+            }
+            _ => None,
         };
-        cache
-            .last_attempt
-            .is_none_or(|last| last.elapsed() >= interval)
+        if let Some(set) = fresh {
+            return Ok(set);
+        }
+        self.fetch_if_due().await;
+        self.last_good()
     }
 
-    async fn fetch_into_cache(&self) -> Result<(), FetchError> {
+    /// Fetches now, whatever the interval (at init).
+    async fn fetch_now(&self) -> Result<(), FetchError> {
+        let _fetching = self.fetching.lock().await;
+        self.fetch().await
+    }
+
+    /// Fetches again, unless a fetch was tried within the interval (another
+    /// request's, perhaps while this one waited for it).
+    async fn fetch_if_due(&self) {
+        let _fetching = self.fetching.lock().await;
+        let due = {
+            let state = self.read_state();
+            let interval = match state.keys {
+                Some(_) => self.refresh.refetch_interval,
+                None => self.refresh.retry_without_keys,
+            };
+            state
+                .last_attempt
+                .is_none_or(|last| last.elapsed() >= interval)
+        };
+        if due && let Err(error) = self.fetch().await {
+            tracing::warn!(%error, "keeping the last good key set");
+        }
+    }
+
+    /// One fetch, and what it says: a key set that parses replaces the
+    /// last, whatever keys it holds; a failure keeps the last good one.
+    async fn fetch(&self) -> Result<(), FetchError> {
         let started = Instant::now();
-        let result = self.fetch().await;
-        let mut cache = self
-            .cache
+        let fetched = self.get().await;
+        let mut state = self
+            .state
             .write()
             .unwrap_or_else(|poisoned| poisoned.into_inner());
-        cache.last_attempt = Some(Instant::now());
-        cache.last_failed = result.is_err();
-        let (keys, document_hash) = result?;
+        state.last_attempt = Some(Instant::now());
+        state.last_failed = fetched.is_err();
+        let set = fetched?;
         tracing::info!(
             url = %self.url,
-            keys = keys.len(),
+            keys = set.keys.len(),
+            skipped = set.skipped,
             fetch_ms = started.elapsed().as_secs_f64() * 1000.0,
             "fetched the JWKS"
         );
-        if cache.keys.is_none() || cache.generation.1 != document_hash {
-            cache.generation = (cache.generation.0 + 1, document_hash);
-        }
-        cache.keys = Some((keys, Instant::now()));
+        state.keys = Some((Arc::new(set), Instant::now()));
         Ok(())
     }
 
-    /// One GET of the key set, and a hash of its document; traced for X-Ray
-    /// as a call to the issuer, a subsegment named for its host.
-    async fn fetch(&self) -> Result<(KeySet, u64), FetchError> {
+    /// One GET of the key set, traced for X-Ray as a call to the issuer, a
+    /// subsegment named for its host.
+    async fn get(&self) -> Result<KeySet, FetchError> {
         // X-Ray names hold no brackets: an IPv6 host without them.
         let host = self.url.host().unwrap_or("jwks").trim_matches(['[', ']']);
         let span = tracing::info_span!(
@@ -385,9 +404,7 @@ impl RemoteKeys {
                 .to_bytes();
             let text = std::str::from_utf8(&body)
                 .map_err(|_| FetchError("the body is not UTF-8".into()))?;
-            let keys =
-                KeySet::from_jwks_json(text).map_err(|error| FetchError(error.to_string()))?;
-            Ok((keys, document_hash(text)))
+            KeySet::from_jwks_json(text).map_err(|error| FetchError(error.to_string()))
         };
         let fetched = tokio::time::timeout(FETCH_TIMEOUT, exchange.instrument(span.clone()))
             .await
@@ -404,18 +421,15 @@ impl RemoteKeys {
     }
 }
 
-/// A hash of a key set's document, to tell a changed key set from the same
-/// one fetched again.
-fn document_hash(text: &str) -> u64 {
-    use std::hash::{Hash, Hasher};
-    let mut hasher = std::collections::hash_map::DefaultHasher::new();
-    text.hash(&mut hasher);
-    hasher.finish()
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    const ED25519_X: &str = "11qYAYKxCrfVS_7TyWQHOg7hcvPapiMlrwIaaPcHURo";
+
+    fn okp(kid: &str, extra: &str) -> String {
+        format!(r#"{{"kty": "OKP", "crv": "Ed25519", "kid": "{kid}", "x": "{ED25519_X}"{extra}}}"#)
+    }
 
     #[test]
     fn an_unusable_key_source_is_a_typed_error_that_names_it() {
@@ -427,7 +441,11 @@ mod tests {
         let error = |config| KeySource::from_config(&config, &https).err().unwrap();
         assert!(matches!(
             error(KeyConfig::Inline("{}".into())),
-            KeySourceError::InvalidKeySet(_)
+            KeySourceError::NotAJwks(_)
+        ));
+        assert!(matches!(
+            error(KeyConfig::Inline(r#"{"keys": []}"#.into())),
+            KeySourceError::NoUsableKey
         ));
         assert!(matches!(
             error(url("not a url")),
@@ -443,24 +461,76 @@ mod tests {
     }
 
     #[test]
-    fn only_signing_keys_of_accepted_algorithms_are_kept() {
-        let jwks = r#"{"keys": [
-            {"kty": "oct", "kid": "hmac", "k": "c2VjcmV0"},
-            {"kty": "OKP", "crv": "Ed25519", "kid": "enc", "use": "enc",
-             "x": "11qYAYKxCrfVS_7TyWQHOg7hcvPapiMlrwIaaPcHURo"},
-            {"kty": "OKP", "crv": "Ed25519", "kid": "mismatch", "alg": "RS256",
-             "x": "11qYAYKxCrfVS_7TyWQHOg7hcvPapiMlrwIaaPcHURo"},
-            {"kty": "OKP", "crv": "Ed25519", "kid": "good", "use": "sig",
-             "x": "11qYAYKxCrfVS_7TyWQHOg7hcvPapiMlrwIaaPcHURo"}
-        ]}"#;
-        let set = KeySet::from_jwks_json(jwks).unwrap();
-        assert_eq!(set.keys.len(), 1);
-        assert!(set.get("good").is_some());
+    fn only_signing_keys_of_accepted_algorithms_are_kept_and_the_rest_counted() {
+        let jwks = format!(
+            r#"{{"keys": [
+                {{"kty": "oct", "kid": "hmac", "k": "c2VjcmV0"}},
+                {enc}, {mismatch}, {good},
+                {{"kty": "OKP", "crv": "Ed25519", "kid": 7, "x": "{ED25519_X}"}},
+                {{"kty": "AKP", "kid": "ml-dsa", "alg": "ML-DSA-44", "pub": "AAAA"}},
+                {{"kty": "OKP", "crv": "X25519", "kid": "x25519", "x": "{ED25519_X}"}},
+                [], "text", null
+            ]}}"#,
+            enc = okp("enc", r#", "use": "enc""#),
+            mismatch = okp("mismatch", r#", "alg": "RS256""#),
+            good = okp("good", r#", "use": "sig""#),
+        );
+        let set = KeySet::from_jwks_json(&jwks).unwrap();
+        assert_eq!(set.kids().collect::<Vec<_>>(), ["good"]);
+        assert_eq!(set.skipped, 9);
     }
 
     #[test]
-    fn a_set_without_usable_keys_is_refused() {
-        assert!(KeySet::from_jwks_json(r#"{"keys": []}"#).is_err());
-        assert!(KeySet::from_jwks_json("not json").is_err());
+    fn only_a_document_that_is_no_jwks_is_an_error() {
+        for not_a_jwks in [
+            "not json",
+            "[]",
+            "{}",
+            r#"{"keys": {}}"#,
+            r#"{"keys": null}"#,
+        ] {
+            assert!(KeySet::from_jwks_json(not_a_jwks).is_err(), "{not_a_jwks}");
+        }
+        let empty = KeySet::from_jwks_json(r#"{"keys": []}"#).unwrap();
+        assert_eq!(empty.kids().count(), 0);
+    }
+
+    #[test]
+    fn the_generation_follows_the_keys_not_the_bytes() {
+        let generation = |keys: &[String]| {
+            let json = format!(r#"{{"keys": [{}]}}"#, keys.join(","));
+            KeySet::from_jwks_json(&json).unwrap().generation
+        };
+        let (a, b) = (okp("a", ""), okp("b", ""));
+        let same = generation(&[a.clone(), b.clone()]);
+        assert_eq!(generation(&[b.clone(), a.clone()]), same, "order");
+        assert_eq!(
+            generation(&[a.replace(", ", ",  "), b.clone()]),
+            same,
+            "spacing"
+        );
+        assert_eq!(
+            generation(&[a.clone(), b.clone(), "{}".into()]),
+            same,
+            "unusable"
+        );
+        assert_ne!(generation(std::slice::from_ref(&a)), same, "a key removed");
+        assert_ne!(
+            generation(&[a.clone(), okp("c", "")]),
+            same,
+            "a kid changed"
+        );
+    }
+
+    #[test]
+    fn a_kid_claimed_by_two_keys_is_used_for_neither() {
+        let other = okp("a", "").replace(ED25519_X, "3p7bfXt9wbTTW2HC7OQ1Nz-DQ8hbeGdNrfx-FG-IK08");
+        let json = format!(
+            r#"{{"keys": [{}, {other}, {}]}}"#,
+            okp("a", ""),
+            okp("b", "")
+        );
+        let set = KeySet::from_jwks_json(&json).unwrap();
+        assert_eq!(set.kids().collect::<Vec<_>>(), ["b"]);
     }
 }

@@ -4,7 +4,7 @@
 
 use jsonwebtoken::Algorithm;
 use plant_store::config::{ScopeRules, TokenRules};
-use plant_store::jwks::{KeySet, KeySource};
+use plant_store::jwks::KeySource;
 use plant_store_local_support::keys::SigningKey;
 
 pub const ISSUER: &str = "https://fuzz";
@@ -20,8 +20,8 @@ pub fn runtime() -> tokio::runtime::Runtime {
 /// An Ed25519 key, and the inline key source that holds its public half.
 pub fn signing_key() -> (SigningKey, KeySource) {
     let key = SigningKey::generate(Algorithm::EdDSA).unwrap();
-    let keys = KeySet::from_jwks_json(&SigningKey::jwks_json(&[&key])).unwrap();
-    (key, KeySource::Inline(keys))
+    let keys = KeySource::inline(&SigningKey::jwks_json(&[&key])).unwrap();
+    (key, keys)
 }
 
 /// [`ISSUER`] and [`AUDIENCE`], with these scopes required (or none).

@@ -53,7 +53,8 @@ fuzz_target!(|input: (bool, &str)| {
         header.crit = Some(vec!["exp".to_owned()]);
     }
     let now = unix_now();
-    let claims = json!({"iss": common::ISSUER, "aud": common::AUDIENCE, "sub": sub, "exp": now + 600});
+    let claims =
+        json!({"iss": common::ISSUER, "aud": common::AUDIENCE, "sub": sub, "exp": now + 600});
     let token = jsonwebtoken::encode(&header, &claims, &setup.encoding).unwrap();
     let mut headers = HeaderMap::new();
     headers.insert(

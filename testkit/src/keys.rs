@@ -6,7 +6,7 @@ use std::sync::OnceLock;
 use jsonwebtoken::Algorithm;
 use plant_store::auth::Verifier;
 use plant_store::config::TokenRules;
-use plant_store::jwks::{KeySet, KeySource};
+use plant_store::jwks::KeySource;
 use plant_store_local_support::keys::{AUDIENCE, ISSUER, Issuer, SigningKey};
 
 /// Keys generated once per test binary: one per accepted algorithm, all
@@ -61,6 +61,5 @@ pub fn token_rules() -> TokenRules {
 
 /// The verifier as production configures it, trusting this run's test keys.
 pub fn verifier() -> Verifier {
-    let keys = KeySet::from_jwks_json(&keys().jwks).unwrap();
-    Verifier::new(KeySource::Inline(keys), &token_rules())
+    Verifier::new(KeySource::inline(&keys().jwks).unwrap(), &token_rules())
 }

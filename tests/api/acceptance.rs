@@ -136,7 +136,7 @@ async fn cognito_app(moto: &MotoCognito, pool: &Pool) -> TestApp {
         refresh: KeyRefresh::default(),
     };
     let keys = KeySource::from_config(&config, &https).unwrap();
-    keys.prefetch().await;
+    keys.load().await;
     TestApp::with_verifier(Verifier::new(keys, &rules)).await
 }
 

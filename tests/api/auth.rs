@@ -1,15 +1,18 @@
-//! Bearer tokens: every accepted algorithm verifies, and every forgery or
-//! misissued token gets 401 with the RFC 6750 challenge and writes nothing.
+//! Bearer tokens: every accepted algorithm verifies, and every forgery,
+//! misissued token or ID token gets 401 with the RFC 6750 challenge and
+//! writes nothing.
 
 use plant_store::auth::Verifier;
-use plant_store::config::TokenRules;
-use plant_store::jwks::{KeySet, KeySource};
+use plant_store::config::{KeyConfig, KeyRefresh, TokenRules, TrustConfig};
+use plant_store::https::Https;
+use plant_store::jwks::KeySource;
 use plant_store_testkit::forgeries::{claims, forged_tokens, with};
-use plant_store_testkit::unix_now;
+use plant_store_testkit::key_server::KeyServer;
 use plant_store_testkit::{
     ApiGatewayEvent, CHALLENGE, INVALID_TOKEN, TestApp, assert_accepted, assert_refused, bearer,
     keys, token, token_rules,
 };
+use plant_store_testkit::{SigningKey, unix_now};
 use serde_json::json;
 
 #[tokio::test]
@@ -97,8 +100,11 @@ async fn a_required_token_type_admits_only_tokens_of_that_type() {
         token_type: Some("at+jwt".into()),
         ..token_rules()
     };
-    let key_set = KeySet::from_jwks_json(&keys().jwks).unwrap();
-    let app = TestApp::with_verifier(Verifier::new(KeySource::Inline(key_set), &rules)).await;
+    let app = TestApp::with_verifier(Verifier::new(
+        KeySource::inline(&keys().jwks).unwrap(),
+        &rules,
+    ))
+    .await;
     let signed = |typ: &str| {
         let token = keys().eddsa().sign_typed(typ, &claims("alice")).unwrap();
         format!("Bearer {token}")
@@ -165,8 +171,8 @@ async fn cognito_mode_accepts_access_tokens_of_its_clients_only() {
         token_type: None,
     };
     let keys_json = &keys().jwks;
-    let key_set = KeySet::from_jwks_json(keys_json).unwrap();
-    let app = TestApp::with_verifier(Verifier::new(KeySource::Inline(key_set), &rules)).await;
+    let app =
+        TestApp::with_verifier(Verifier::new(KeySource::inline(keys_json).unwrap(), &rules)).await;
     let now = unix_now();
     // Cognito access tokens carry `client_id` and `token_use`, and no `aud`.
     let access = json!({
@@ -276,4 +282,164 @@ async fn a_subject_over_512_bytes_is_refused_and_one_of_512_is_the_owner() {
     let token = keys().eddsa().sign(&claims(&sub)).unwrap();
     assert_accepted(&app, &format!("Bearer {token}"), "512 bytes").await;
     assert_eq!(app.stored_owners().await, [json!(sub)]);
+}
+
+/// An issuer's access token and ID token, shaped as its documentation shows
+/// them, and the token rules a deployment for it sets (docs/deploying.md).
+struct Issuer {
+    name: &'static str,
+    rules: TokenRules,
+    access: serde_json::Value,
+    /// The access token's JOSE `typ`.
+    access_typ: &'static str,
+    id: serde_json::Value,
+}
+
+/// Both tokens of Amazon Cognito ("Understanding user pool JSON web
+/// tokens"), Microsoft Entra ("Access token claims reference", "ID token
+/// claims reference"), Auth0 ("Access Token Profiles", "ID Token
+/// Structure") and Okta ("OpenID Connect & OAuth 2.0 API", its token
+/// payloads). Each ID token is issued for the configured audience, the
+/// worst case: Entra's `aud` is the client id, which the template's hint
+/// makes the audience.
+fn issuers() -> Vec<Issuer> {
+    let now = unix_now();
+    let rules = |issuer: &str, audience: Option<&str>, cognito: &[&str]| TokenRules {
+        issuer: issuer.into(),
+        audience: audience.map(Into::into),
+        cognito_client_ids: cognito.iter().map(|&id| id.into()).collect(),
+        scopes: None,
+        token_type: None,
+    };
+    let cognito = "https://cognito-idp.eu-west-1.amazonaws.com/eu-west-1_Plants";
+    let entra = "https://login.microsoftonline.com/9188040d-6c67-4c5b-b112-36a304b66dad/v2.0";
+    let (auth0, okta) = (
+        "https://plants.eu.auth0.com/",
+        "https://plants.okta.com/oauth2/default",
+    );
+    let times = json!({"iat": now, "exp": now + 600});
+    let shaped = |claims: serde_json::Value| {
+        let mut claims = claims;
+        claims
+            .as_object_mut()
+            .unwrap()
+            .extend(times.as_object().unwrap().clone());
+        claims
+    };
+    vec![
+        Issuer {
+            name: "Cognito",
+            rules: rules(cognito, None, &["app"]),
+            access: shaped(json!({"iss": cognito, "sub": "u-1", "client_id": "app",
+                "token_use": "access", "scope": "aws.cognito.signin.user.admin",
+                "auth_time": now, "jti": "j", "origin_jti": "o", "event_id": "e", "username": "alice"})),
+            access_typ: "JWT",
+            id: shaped(
+                json!({"iss": cognito, "sub": "u-1", "aud": "app", "token_use": "id",
+                "auth_time": now, "cognito:username": "alice", "email": "alice@example.com",
+                "email_verified": true, "jti": "j", "origin_jti": "o", "event_id": "e"}),
+            ),
+        },
+        Issuer {
+            name: "Cognito, as a generic issuer with its client id as audience",
+            rules: rules(cognito, Some("app"), &[]),
+            access: shaped(
+                json!({"iss": cognito, "sub": "u-1", "aud": "app", "client_id": "app",
+                "token_use": "access", "scope": "plants/read"}),
+            ),
+            access_typ: "JWT",
+            id: shaped(
+                json!({"iss": cognito, "sub": "u-1", "aud": "app", "token_use": "id",
+                "auth_time": now, "cognito:username": "alice"}),
+            ),
+        },
+        Issuer {
+            name: "Microsoft Entra",
+            rules: rules(entra, Some("6e74172b-be56-4843-9ff4-e66a39bb12e3"), &[]),
+            access: shaped(
+                json!({"iss": entra, "sub": "AAAAAAAAAAAAAAAAAAAAAIkzqFVrSaSaFHy782bbtaQ",
+                "aud": "6e74172b-be56-4843-9ff4-e66a39bb12e3", "azp": "6e74172b-be56-4843-9ff4-e66a39bb12e3",
+                "azpacr": "0", "scp": "plants.read plants.write", "oid": "o", "tid": "t",
+                "aio": "a", "rh": "r", "uti": "u", "ver": "2.0", "nbf": now}),
+            ),
+            access_typ: "JWT",
+            id: shaped(
+                json!({"iss": entra, "sub": "AAAAAAAAAAAAAAAAAAAAAIkzqFVrSaSaFHy782bbtaQ",
+                "aud": "6e74172b-be56-4843-9ff4-e66a39bb12e3", "nonce": "123523", "oid": "o",
+                "tid": "t", "aio": "a", "rh": "r", "uti": "u", "ver": "2.0", "nbf": now,
+                "name": "Abe Lincoln", "preferred_username": "abe@example.com"}),
+            ),
+        },
+        Issuer {
+            name: "Auth0",
+            rules: rules(auth0, Some("https://plants.example.com"), &[]),
+            access: shaped(json!({"iss": auth0, "sub": "auth0|123456",
+                "aud": ["https://plants.example.com", "https://plants.eu.auth0.com/userinfo"],
+                "azp": "my_client_id", "client_id": "my_client_id", "scope": "openid read:plants",
+                "jti": "j"})),
+            access_typ: "at+jwt",
+            id: shaped(json!({"iss": auth0, "sub": "auth0|123456",
+                "aud": "https://plants.example.com", "nonce": "n-0S6_WzA2Mj", "sid": "s",
+                "name": "Jane Doe", "email": "janedoe@example.com", "at_hash": "77QmUPtjPfzWtF2AnpK9RQ"})),
+        },
+        Issuer {
+            name: "Okta",
+            rules: rules(okta, Some("api://default"), &[]),
+            access: shaped(
+                json!({"iss": okta, "sub": "john.doe@example.com", "aud": "api://default",
+                "ver": 1, "jti": "AT.0mP4JKAZX1iACIT4vbEDF7LpvDVjxypPMf0D7uX39RE", "cid": "0oabskvc6442nkvQO0h7",
+                "uid": "00uid4BxXw6I6TV4m0g3", "scp": ["openid", "plants.read"], "auth_time": now}),
+            ),
+            access_typ: "application/okta-internal-at+jwt",
+            id: shaped(
+                json!({"iss": okta, "sub": "00uid4BxXw6I6TV4m0g3", "aud": "api://default",
+                "ver": 1, "jti": "ID.4eAWJOCMB3SX8XewDfVR", "amr": ["pwd"], "idp": "00ok1u7AsAkrwdZL3z0g3",
+                "nonce": "n-0S6_WzA2Mj", "auth_time": now, "at_hash": "preview_at_hash",
+                "preferred_username": "john.doe@example.com"}),
+            ),
+        },
+    ]
+}
+
+#[tokio::test]
+async fn an_id_token_is_refused_and_an_access_token_of_the_same_issuer_passes() {
+    let key = keys().rs256();
+    let server = KeyServer::start(SigningKey::jwks_json(&[key])).await;
+    let https = Https::new(&TrustConfig::default()).unwrap();
+    for issuer in issuers() {
+        let source = KeyConfig::Url {
+            url: server.jwks_url.clone(),
+            refresh: KeyRefresh::default(),
+        };
+        let verifier = Verifier::new(
+            KeySource::from_config(&source, &https).unwrap(),
+            &issuer.rules,
+        );
+        let app = TestApp::with_verifier(verifier).await;
+        let id_token = format!("Bearer {}", key.sign(&issuer.id).unwrap());
+        assert_refused(&app, &id_token, INVALID_TOKEN, issuer.name).await;
+        let access = key.sign_typed(issuer.access_typ, &issuer.access).unwrap();
+        assert_accepted(&app, &format!("Bearer {access}"), issuer.name).await;
+    }
+    // The probe's ID token: no `typ`, `aud` the audience, `nonce`,
+    // `at_hash` and `auth_time`.
+    let app = TestApp::new().await;
+    let probe = with(claims("alice"), "nonce", json!("n"));
+    let probe = with(
+        with(probe, "at_hash", json!("h")),
+        "auth_time",
+        json!(unix_now()),
+    );
+    let mut header = jsonwebtoken::Header::new(jsonwebtoken::Algorithm::EdDSA);
+    (header.typ, header.kid) = (None, Some(keys().eddsa().kid().to_owned()));
+    let pem = keys().eddsa().pkcs8_pem().as_bytes();
+    let encoding = jsonwebtoken::EncodingKey::from_ed_pem(pem).unwrap();
+    let probe = jsonwebtoken::encode(&header, &probe, &encoding).unwrap();
+    assert_refused(
+        &app,
+        &format!("Bearer {probe}"),
+        INVALID_TOKEN,
+        "the probe's",
+    )
+    .await;
 }

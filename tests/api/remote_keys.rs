@@ -1,6 +1,7 @@
 //! The remote key source against a JWKS server on 127.0.0.1: first fetch,
-//! rotation, a flood of unknown `kid`s, the server going away, oversized or
-//! slow answers, and key sets growing old. The refresh intervals are those of
+//! rotation (beside entries of any shape), a key set that takes keys away,
+//! a flood of unknown `kid`s, the server going away, oversized or slow
+//! answers, and key sets growing old. The refresh intervals are those of
 //! production scaled down ([`REFRESH`]), so the rules hold without long waits.
 
 use std::time::{Duration, Instant};
@@ -19,11 +20,12 @@ use plant_store_testkit::{
 };
 use serde_json::json;
 
-/// Production's rules with shorter intervals (production: 10 s, 1 s, 1 h).
+/// Production's rules with shorter intervals (production: 10 s, 1 s, 1 h, 24 h).
 const REFRESH: KeyRefresh = KeyRefresh {
     refetch_interval: Duration::from_secs(2),
     retry_without_keys: Duration::from_millis(500),
     max_age: Duration::from_secs(3600),
+    keep_last_good: Duration::from_secs(24 * 3600),
 };
 
 /// Sleeps until `interval` has certainly passed.
@@ -38,15 +40,16 @@ fn remote_source(server: &KeyServer, refresh: KeyRefresh) -> KeySource {
     KeySource::from_config(&KeyConfig::Url { url, refresh }, &https).unwrap()
 }
 
-/// The app as production starts it: the first fetch at init.
+/// The app as production starts it: the first fetch at init (`prepare`).
 async fn remote_app(server: &KeyServer) -> TestApp {
     remote_app_with(server, REFRESH).await
 }
 
 async fn remote_app_with(server: &KeyServer, refresh: KeyRefresh) -> TestApp {
     let keys = remote_source(server, refresh);
-    keys.prefetch().await;
-    TestApp::with_verifier(Verifier::new(keys, &token_rules())).await
+    let app = TestApp::with_verifier(Verifier::new(keys, &token_rules())).await;
+    app.api.prepare().await;
+    app
 }
 
 fn token_with_kid(key: &SigningKey, kid: &str) -> String {
@@ -275,5 +278,109 @@ async fn symmetric_and_encryption_keys_in_the_set_are_never_used() {
         "use: enc",
     )
     .await;
+    assert_eq!(app.get(&bearer("alice"), "").await.status, 200);
+}
+
+/// A GET with this Authorization gets 401 `invalid_token`.
+async fn assert_invalid(app: &TestApp, authorization: &str, case: &str) {
+    let response = app.get(authorization, "").await;
+    response.assert_error(401, "token");
+    let challenge = response.header("www-authenticate");
+    assert_eq!(challenge, Some(INVALID_TOKEN), "{case}");
+}
+
+/// A JWKS entry that is no usable key: a `kid` that is a number.
+fn malformed_entry() -> serde_json::Value {
+    let mut entry =
+        serde_json::to_value(SigningKey::generate(Algorithm::EdDSA).unwrap().jwk()).unwrap();
+    entry["kid"] = json!(7);
+    entry
+}
+
+/// The JWKS of `keys`, with `extra` entries after them.
+fn jwks_with(keys: &[&SigningKey], extra: &[serde_json::Value]) -> String {
+    let mut set: serde_json::Value = serde_json::from_str(&SigningKey::jwks_json(keys)).unwrap();
+    set["keys"].as_array_mut().unwrap().extend_from_slice(extra);
+    set.to_string()
+}
+
+#[tokio::test]
+async fn a_rotation_beside_a_malformed_entry_admits_the_new_key_and_refuses_the_removed_one() {
+    let old = keys().es256();
+    let server = KeyServer::start(SigningKey::jwks_json(&[old])).await;
+    let app = remote_app(&server).await;
+    let old_token = format!("Bearer {}", old.sign(&claims("alice")).unwrap());
+    assert_eq!(app.get(&old_token, "").await.status, 200, "remembered");
+
+    let new = SigningKey::generate(Algorithm::EdDSA).unwrap();
+    server.set(Behaviour::Serve(jwks_with(&[&new], &[malformed_entry()])));
+    wait_out(REFRESH.refetch_interval).await;
+    let new_token = format!("Bearer {}", new.sign(&claims("alice")).unwrap());
+    assert_eq!(app.get(&new_token, "").await.status, 200, "the new key");
+    assert_eq!(server.fetches(), 2);
+    assert_refused(
+        &app,
+        &old_token,
+        INVALID_TOKEN,
+        "the removed key, remembered",
+    )
+    .await;
+    let fresh = format!("Bearer {}", old.sign(&claims("bob")).unwrap());
+    assert_invalid(&app, &fresh, "the removed key, fresh").await;
+    assert_eq!(server.fetches(), 2);
+}
+
+#[tokio::test]
+async fn a_key_set_that_takes_every_key_away_is_believed() {
+    let unusable = [
+        json!({"kty": "AKP", "kid": "ml-dsa", "alg": "ML-DSA-44", "pub": "AAAA"}),
+        json!({"kty": "OKP", "crv": "X25519", "kid": "x25519",
+               "x": "hSDwCYkwp1R0i33ctD73Wg2_Og0mOBr066SpjqqbTmo"}),
+        json!({"kty": "EC", "crv": "secp256k1", "kid": "k1",
+               "x": "WfY7Px6AgH6x-_dgAoRbg8weYRJA36ON-gQiFnETrqw",
+               "y": "t4kLfPgyK9UKkVD2EuT7qEM5-dT2wjMZJc1b1vVDqS4"}),
+    ];
+    for withdrawn in ["{\"keys\": []}".to_owned(), jwks_with(&[], &unusable)] {
+        let key = keys().eddsa();
+        let server = KeyServer::start(SigningKey::jwks_json(&[key])).await;
+        let refresh = KeyRefresh {
+            refetch_interval: Duration::from_millis(500),
+            max_age: Duration::from_secs(1),
+            ..REFRESH
+        };
+        let app = remote_app_with(&server, refresh).await;
+        let token = format!("Bearer {}", key.sign(&claims("alice")).unwrap());
+        assert_eq!(app.get(&token, "").await.status, 200, "before");
+        server.set(Behaviour::Serve(withdrawn.clone()));
+        wait_out(refresh.max_age).await;
+        assert_invalid(&app, &token, &withdrawn).await;
+        assert_eq!(server.fetches(), 2);
+        let fresh = format!("Bearer {}", key.sign(&claims("bob")).unwrap());
+        assert_invalid(&app, &fresh, &withdrawn).await;
+    }
+}
+
+#[tokio::test]
+async fn the_last_good_key_set_serves_through_failed_fetches_for_its_maximum_age_only() {
+    let server = KeyServer::start(keys().jwks.clone()).await;
+    let refresh = KeyRefresh {
+        refetch_interval: Duration::from_millis(500),
+        max_age: Duration::from_secs(1),
+        keep_last_good: Duration::from_secs(3),
+        ..REFRESH
+    };
+    let app = remote_app_with(&server, refresh).await;
+    assert_eq!(app.get(&bearer("alice"), "").await.status, 200);
+    server.set(Behaviour::Status(500));
+    wait_out(refresh.max_age).await;
+    assert_eq!(app.get(&bearer("alice"), "").await.status, 200, "kept");
+    assert_eq!(server.fetches(), 2);
+    wait_out(refresh.keep_last_good - refresh.max_age).await;
+    let response = app.get(&bearer("alice"), "").await;
+    response.assert_error(503, "signing keys");
+    assert_eq!(response.header("retry-after"), Some("1"));
+    // The issuer back: its keys serve again.
+    server.set(Behaviour::Serve(keys().jwks.clone()));
+    wait_out(refresh.refetch_interval).await;
     assert_eq!(app.get(&bearer("alice"), "").await.status, 200);
 }

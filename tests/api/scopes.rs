@@ -5,7 +5,7 @@
 
 use plant_store::auth::Verifier;
 use plant_store::config::{ScopeRules, TokenRules};
-use plant_store::jwks::{KeySet, KeySource};
+use plant_store::jwks::KeySource;
 use plant_store_testkit::forgeries::{claims, with};
 use plant_store_testkit::{
     ApiGatewayEvent, INVALID_TOKEN, TestApp, TestResponse, keys, token_rules,
@@ -23,8 +23,11 @@ async fn app_requiring_scopes() -> TestApp {
         }),
         ..token_rules()
     };
-    let key_set = KeySet::from_jwks_json(&keys().jwks).unwrap();
-    TestApp::with_verifier(Verifier::new(KeySource::Inline(key_set), &rules)).await
+    TestApp::with_verifier(Verifier::new(
+        KeySource::inline(&keys().jwks).unwrap(),
+        &rules,
+    ))
+    .await
 }
 
 /// `Bearer` and a token for alice with `claim` set to `value`.

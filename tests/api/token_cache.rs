@@ -8,7 +8,7 @@ use jsonwebtoken::Algorithm;
 use plant_store::auth::Verifier;
 use plant_store::config::{KeyConfig, KeyRefresh, TokenRules, TrustConfig};
 use plant_store::https::Https;
-use plant_store::jwks::{KeySet, KeySource};
+use plant_store::jwks::KeySource;
 use plant_store_testkit::forgeries::{claims, with};
 use plant_store_testkit::key_server::{Behaviour, KeyServer};
 use plant_store_testkit::{SigningKey, TestApp, keys, token_rules, unix_now};
@@ -20,6 +20,7 @@ const REFRESH: KeyRefresh = KeyRefresh {
     refetch_interval: Duration::from_secs(1),
     retry_without_keys: Duration::from_millis(500),
     max_age: Duration::from_secs(3600),
+    keep_last_good: Duration::from_secs(24 * 3600),
 };
 
 fn bearer_signed_by(key: &SigningKey) -> String {
@@ -76,7 +77,7 @@ async fn a_remembered_token_is_refused_once_its_expiry_and_leeway_have_passed() 
 
 #[tokio::test]
 async fn a_token_remembered_by_one_configuration_is_refused_by_another() {
-    let inline = || KeySource::Inline(KeySet::from_jwks_json(&keys().jwks).unwrap());
+    let inline = || KeySource::inline(&keys().jwks).unwrap();
     let other_audience = TokenRules {
         audience: Some("another-api".into()),
         ..token_rules()

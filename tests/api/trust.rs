@@ -22,7 +22,7 @@ async fn app_trusting(trust: &TrustConfig, url: &str) -> TestApp {
         refresh: KeyRefresh::default(),
     };
     let keys = KeySource::from_config(&config, &https).unwrap();
-    keys.prefetch().await;
+    keys.load().await;
     TestApp::with_verifier(Verifier::new(keys, &token_rules())).await
 }
 

@@ -19,7 +19,7 @@ use plant_store_local_support::process::{GRACE, Started, start};
 use plant_store_local_support::tools::ensure_cargo_tool;
 use plant_store_local_support::{Result, log, tools_dir};
 
-const TARGETS: [&str; 7] = [
+const TARGETS: [&str; 8] = [
     "event",
     "body",
     "authorization",
@@ -27,6 +27,7 @@ const TARGETS: [&str; 7] = [
     "cursor",
     "scopes",
     "subject",
+    "key_set",
 ];
 
 /// cargo-fuzz, installed into .tools/cargo on first use, its build at
