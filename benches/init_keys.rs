@@ -50,10 +50,7 @@ async fn main() {
 
         let started = Instant::now();
         let source = KeySource::from_config(
-            &KeyConfig::Url {
-                url: server.jwks_url.clone(),
-                refresh: KeyRefresh::default(),
-            },
+            &KeyConfig::Url { url: server.jwks_url.clone(), refresh: KeyRefresh::default() },
             &https,
         )
         .unwrap();

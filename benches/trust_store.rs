@@ -31,24 +31,16 @@ fn main() {
     let bundle = std::env::var_os("SSL_CERT_FILE")
         .map(PathBuf::from)
         .or_else(|| {
-            [
-                "/etc/ssl/certs/ca-certificates.crt",
-                "/etc/pki/tls/certs/ca-bundle.crt",
-            ]
-            .into_iter()
-            .map(PathBuf::from)
-            .find(|path| path.is_file())
+            ["/etc/ssl/certs/ca-certificates.crt", "/etc/pki/tls/certs/ca-bundle.crt"]
+                .into_iter()
+                .map(PathBuf::from)
+                .find(|path| path.is_file())
         })
         .expect("a system bundle of root certificates");
-    let certificates = std::fs::read_to_string(&bundle)
-        .unwrap()
-        .matches("-----BEGIN CERTIFICATE-----")
-        .count();
+    let certificates =
+        std::fs::read_to_string(&bundle).unwrap().matches("-----BEGIN CERTIFICATE-----").count();
     let compiled_in = median_of(&TrustConfig::default());
-    let loaded = median_of(&TrustConfig {
-        bundle: Some(bundle.clone()),
-        extra: None,
-    });
+    let loaded = median_of(&TrustConfig { bundle: Some(bundle.clone()), extra: None });
     let ms = |duration: Duration| duration.as_secs_f64() * 1e3;
     let report = format!(
         "trust_store ({ROUNDS} rounds, medians; the HTTPS client built as main builds it)\n\

@@ -72,20 +72,14 @@ pub async fn run(base_url: &str, token_a: &str, token_b: &str) -> Report {
         format!("owner {a}: plants {first} to {last} named \"acceptance {run} plant N\""),
         format!("owner {b}: plant {first} named \"acceptance {run} other owner\""),
     ];
-    Report {
-        passed: suite.passed,
-        broken,
-        left_behind,
-    }
+    Report { passed: suite.passed, broken, left_behind }
 }
 
 /// A run's first id: milliseconds since the epoch times 1000, so runs never
 /// share ids (three per run) and stay far inside int64.
 fn run_id() -> i64 {
-    let millis = SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .expect("the clock is after 1970")
-        .as_millis();
+    let millis =
+        SystemTime::now().duration_since(UNIX_EPOCH).expect("the clock is after 1970").as_millis();
     i64::try_from(millis).expect("milliseconds fit in i64") * 1000
 }
 
@@ -105,10 +99,7 @@ impl Caller {
             .and_then(|payload| serde_json::from_slice::<Value>(&payload).ok())
             .and_then(|claims| claims.get("sub")?.as_str().map(str::to_owned))
             .unwrap_or_else(|| "(a token without a readable sub)".to_owned());
-        Self {
-            authorization: format!("Bearer {token}"),
-            sub,
-        }
+        Self { authorization: format!("Bearer {token}"), sub }
     }
 }
 
@@ -189,10 +180,8 @@ impl Suite {
         const RULE: &str = "GET /plants pages through Link: every plant once, by id, unchanged";
         let listing = self.list_all(&self.a.authorization, RULE).await?;
         let marker = format!("acceptance {} ", self.run);
-        let mine: Vec<&Value> = listing
-            .iter()
-            .filter(|plant| name(plant).starts_with(&marker))
-            .collect();
+        let mine: Vec<&Value> =
+            listing.iter().filter(|plant| name(plant).starts_with(&marker)).collect();
         let expected: Vec<Value> = (1..=3).map(|n| self.plant(n).1).collect();
         if mine.iter().copied().ne(expected.iter()) {
             return Err(Failure {
@@ -264,14 +253,9 @@ impl Suite {
             ("Content-Type: text/plain: 415", Method::POST, "/plants", a, ivy, StatusCode::UNSUPPORTED_MEDIA_TYPE, "Content-Type", None),
         ];
         for (rule, method, path, authorization, body, status, mentions, header) in rejections {
-            let mut headers: Vec<_> = authorization
-                .map(|token| ("authorization", token))
-                .into_iter()
-                .collect();
-            headers.extend(
-                body.as_ref()
-                    .map(|(content_type, _)| ("content-type", *content_type)),
-            );
+            let mut headers: Vec<_> =
+                authorization.map(|token| ("authorization", token)).into_iter().collect();
+            headers.extend(body.as_ref().map(|(content_type, _)| ("content-type", *content_type)));
             let body = body.map(|(_, body)| body.to_string());
             let response = self.api.send(method, path, &headers, body).await;
             response.expect_error(rule, status, mentions)?;
@@ -319,17 +303,12 @@ impl Api {
     }
 
     async fn post(&self, authorization: &str, plant: &Value) -> Exchange {
-        let headers = [
-            ("authorization", authorization),
-            ("content-type", "application/json"),
-        ];
-        self.send(Method::POST, "/plants", &headers, Some(plant.to_string()))
-            .await
+        let headers = [("authorization", authorization), ("content-type", "application/json")];
+        self.send(Method::POST, "/plants", &headers, Some(plant.to_string())).await
     }
 
     async fn get(&self, authorization: &str, path: &str) -> Exchange {
-        self.send(Method::GET, path, &[("authorization", authorization)], None)
-            .await
+        self.send(Method::GET, path, &[("authorization", authorization)], None).await
     }
 
     async fn send(
@@ -340,10 +319,7 @@ impl Api {
         body: Option<String>,
     ) -> Exchange {
         let request_line = format!("{method} {path}");
-        Exchange {
-            request_line,
-            result: self.request(method, path, headers, body).await,
-        }
+        Exchange { request_line, result: self.request(method, path, headers, body).await }
     }
 
     /// `method path` with these headers and body: the status, headers and
@@ -355,29 +331,18 @@ impl Api {
         headers: &[(&str, &str)],
         body: Option<String>,
     ) -> Result<(StatusCode, HeaderMap, String), String> {
-        let mut request = Request::builder()
-            .method(method)
-            .uri(format!("{}{path}", self.base_url));
+        let mut request = Request::builder().method(method).uri(format!("{}{path}", self.base_url));
         for (name, value) in headers {
             request = request.header(*name, *value);
         }
         let body = Full::new(Bytes::from(body.unwrap_or_default()));
-        let request = request
-            .body(body)
-            .map_err(|error| format!("not a request: {error}"))?;
+        let request = request.body(body).map_err(|error| format!("not a request: {error}"))?;
         let sent = self.client.request(request).await;
-        let (parts, body) = sent
-            .map_err(|error| format!("the request failed: {error}"))?
-            .into_parts();
-        let body = body
-            .collect()
-            .await
-            .map_err(|error| format!("reading the body failed: {error}"))?;
-        Ok((
-            parts.status,
-            parts.headers,
-            String::from_utf8_lossy(&body.to_bytes()).into_owned(),
-        ))
+        let (parts, body) =
+            sent.map_err(|error| format!("the request failed: {error}"))?.into_parts();
+        let body =
+            body.collect().await.map_err(|error| format!("reading the body failed: {error}"))?;
+        Ok((parts.status, parts.headers, String::from_utf8_lossy(&body.to_bytes()).into_owned()))
     }
 }
 
@@ -445,10 +410,8 @@ impl Exchange {
         let is_error_body = body["error"] == json!(status.as_u16())
             && body.as_object().is_some_and(|fields| fields.len() == 2);
         if !is_error_body || !message.contains(mentions) {
-            let expected = format!(
-                r#"{{"error": {}, "message": "...{mentions}..."}}"#,
-                status.as_u16()
-            );
+            let expected =
+                format!(r#"{{"error": {}, "message": "...{mentions}..."}}"#, status.as_u16());
             return Err(self.failure(rule, &format!("expected the Error body {expected}")));
         }
         Ok(())

@@ -37,22 +37,13 @@ impl TestUsers {
 
     /// Users of `user_pool_id` through `client` (another endpoint).
     pub fn with_client(client: Client, user_pool_id: &str) -> Self {
-        Self {
-            client,
-            user_pool_id: user_pool_id.to_owned(),
-            usernames: Vec::new(),
-        }
+        Self { client, user_pool_id: user_pool_id.to_owned(), usernames: Vec::new() }
     }
 
     /// The pool's minimum password length, if it can be read.
     async fn minimum_password_length(&self) -> Option<usize> {
-        let pool = self
-            .client
-            .describe_user_pool()
-            .user_pool_id(&self.user_pool_id)
-            .send()
-            .await
-            .ok()?;
+        let pool =
+            self.client.describe_user_pool().user_pool_id(&self.user_pool_id).send().await.ok()?;
         let policy = pool.user_pool()?.policies()?.password_policy()?;
         usize::try_from(policy.minimum_length()?).ok()
     }
@@ -60,19 +51,12 @@ impl TestUsers {
     /// Creates a user named after `label` and this run, with a random
     /// password, and returns an access token from signing it in.
     async fn create_and_sign_in(&mut self, client_id: &str, label: &str) -> Result<String, String> {
-        let username = format!(
-            "plant-store-acceptance-{}-{label}@example.com",
-            random_text(6)
-        );
+        let username = format!("plant-store-acceptance-{}-{label}@example.com", random_text(6));
         // Cognito's policies allow a minimum of at most 99 characters.
         let minimum = self.minimum_password_length().await.unwrap_or(99);
         let password = password(minimum);
         let email = |name: &str, value: &str| {
-            AttributeType::builder()
-                .name(name)
-                .value(value)
-                .build()
-                .expect("name is set")
+            AttributeType::builder().name(name).value(value).build().expect("name is set")
         };
         self.client
             .admin_create_user()
@@ -129,10 +113,7 @@ impl TestUsers {
         if undeleted.is_empty() {
             Ok(())
         } else {
-            Err(format!(
-                "could not delete the test users {}",
-                undeleted.join(", ")
-            ))
+            Err(format!("could not delete the test users {}", undeleted.join(", ")))
         }
     }
 }
@@ -179,9 +160,7 @@ fn password(minimum: usize) -> String {
 /// `bytes` random bytes as base64url text.
 fn random_text(bytes: usize) -> String {
     let mut buffer = vec![0; bytes];
-    SystemRandom::new()
-        .fill(&mut buffer)
-        .expect("the system's random source works");
+    SystemRandom::new().fill(&mut buffer).expect("the system's random source works");
     URL_SAFE_NO_PAD.encode(buffer)
 }
 

@@ -94,11 +94,7 @@ async fn recount(table: &str, owner: Option<&str>, apply: bool) -> Result<(), St
         summary.plants,
         summary.right,
         summary.changes.len(),
-        if apply || summary.changes.is_empty() {
-            ""
-        } else {
-            " (a dry run: --apply sets them)"
-        }
+        if apply || summary.changes.is_empty() { "" } else { " (a dry run: --apply sets them)" }
     );
     Ok(())
 }

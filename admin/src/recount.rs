@@ -39,11 +39,8 @@ pub async fn recount(
         Some(owner) => BTreeMap::from([(owner.to_owned(), count_one(client, table, owner).await?)]),
         None => count_all(client, table).await?,
     };
-    let mut summary = Summary {
-        owners: plants.len(),
-        plants: plants.values().sum(),
-        ..Summary::default()
-    };
+    let mut summary =
+        Summary { owners: plants.len(), plants: plants.values().sum(), ..Summary::default() };
     for (owner, plants) in plants {
         let counted = read_count(client, table, &owner).await?;
         if counted == Some(plants) || (counted.is_none() && plants == 0) {
@@ -102,11 +99,7 @@ async fn count_one(client: &Client, table: &str, owner: &str) -> Result<u64, Str
     let mut plants = 0;
     while let Some(page) = pages.next().await {
         let page = page.map_err(failed)?;
-        plants += page
-            .items()
-            .iter()
-            .filter(|item| plant_id(item).is_some())
-            .count() as u64;
+        plants += page.items().iter().filter(|item| plant_id(item).is_some()).count() as u64;
     }
     Ok(plants)
 }

@@ -10,10 +10,8 @@ use plant_store::store::layout::TABLE_KEY;
 /// Creates `table` on demand (pay per request). A table that already exists
 /// is left as it is.
 pub async fn create_table(client: &Client, table: &str) -> Result<(), String> {
-    let mut request = client
-        .create_table()
-        .table_name(table)
-        .billing_mode(BillingMode::PayPerRequest);
+    let mut request =
+        client.create_table().table_name(table).billing_mode(BillingMode::PayPerRequest);
     for attribute in TABLE_KEY {
         let key = KeySchemaElement::builder()
             .attribute_name(attribute.name)

@@ -24,9 +24,7 @@ fn setup() -> &'static Setup {
         Setup {
             runtime: common::runtime(),
             verifier: Verifier::new(keys, &common::rules(None)),
-            genuine: key
-                .token(common::ISSUER, Some(common::AUDIENCE), "fuzzer", 3600)
-                .unwrap(),
+            genuine: key.token(common::ISSUER, Some(common::AUDIENCE), "fuzzer", 3600).unwrap(),
         }
     })
 }
@@ -37,10 +35,7 @@ fn authenticate(setup: &Setup, value: &[u8]) -> bool {
     };
     let mut headers = HeaderMap::new();
     headers.insert(AUTHORIZATION, value);
-    setup
-        .runtime
-        .block_on(setup.verifier.authenticate(&headers, Access::Write))
-        .is_ok()
+    setup.runtime.block_on(setup.verifier.authenticate(&headers, Access::Write)).is_ok()
 }
 
 fuzz_target!(|data: &[u8]| {
@@ -52,19 +47,10 @@ fuzz_target!(|data: &[u8]| {
     let accepted_as_token = authenticate(setup, &bearer);
     // Only the genuine token (possibly with spaces around it) may verify.
     if accepted_as_token {
-        assert_eq!(
-            std::str::from_utf8(data).map(str::trim),
-            Ok(setup.genuine.as_str())
-        );
+        assert_eq!(std::str::from_utf8(data).map(str::trim), Ok(setup.genuine.as_str()));
     }
     if accepted {
-        assert!(
-            data.windows(setup.genuine.len())
-                .any(|window| window == setup.genuine.as_bytes())
-        );
+        assert!(data.windows(setup.genuine.len()).any(|window| window == setup.genuine.as_bytes()));
     }
-    assert!(authenticate(
-        setup,
-        format!("Bearer {}", setup.genuine).as_bytes()
-    ));
+    assert!(authenticate(setup, format!("Bearer {}", setup.genuine).as_bytes()));
 });

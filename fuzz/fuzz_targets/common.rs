@@ -11,10 +11,7 @@ pub const ISSUER: &str = "https://fuzz";
 pub const AUDIENCE: &str = "fuzz";
 
 pub fn runtime() -> tokio::runtime::Runtime {
-    tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .unwrap()
+    tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap()
 }
 
 /// An Ed25519 key, and the inline key source that holds its public half.

@@ -55,25 +55,15 @@ fn setup() -> &'static Setup {
             .http_client(https.sdk_http_client())
             .retry_config(RetryConfig::disabled())
             .build();
-        let store = PlantStore::new(
-            aws_sdk_dynamodb::Client::from_conf(store_config),
-            "plants",
-            10,
-        );
+        let store =
+            PlantStore::new(aws_sdk_dynamodb::Client::from_conf(store_config), "plants", 10);
         let api = PlantApi::new(Verifier::new(keys, &common::rules(None)), store);
-        let genuine = key
-            .token(common::ISSUER, Some(common::AUDIENCE), "fuzzer", 3600)
-            .unwrap();
+        let genuine = key.token(common::ISSUER, Some(common::AUDIENCE), "fuzzer", 3600).unwrap();
         let shapes = SHAPES
             .iter()
             .map(|text| serde_json::from_str(&text.replace("{{token}}", &genuine)).unwrap())
             .collect();
-        Setup {
-            runtime,
-            api,
-            genuine,
-            shapes,
-        }
+        Setup { runtime, api, genuine, shapes }
     })
 }
 
@@ -85,10 +75,7 @@ fn event(setup: &Setup, input: &mut Unstructured) -> Result<Value> {
     let method = *input.choose(&["GET", "POST", "DELETE", "PUT", "OPTIONS", "HEAD", "G:T"])?;
     let mut headers = serde_json::Map::new();
     if input.arbitrary()? {
-        headers.insert(
-            "authorization".into(),
-            json!(format!("Bearer {}", setup.genuine)),
-        );
+        headers.insert("authorization".into(), json!(format!("Bearer {}", setup.genuine)));
     }
     for _ in 0..input.int_in_range(0..=4u8)? {
         let name: String = input.arbitrary()?;
@@ -105,10 +92,8 @@ fn event(setup: &Setup, input: &mut Unstructured) -> Result<Value> {
             single.insert(name.clone(), json!(value));
             multi.insert(name, json!([value]));
         }
-        let multi_headers: serde_json::Map<String, Value> = headers
-            .iter()
-            .map(|(name, value)| (name.clone(), json!([value])))
-            .collect();
+        let multi_headers: serde_json::Map<String, Value> =
+            headers.iter().map(|(name, value)| (name.clone(), json!([value]))).collect();
         event["path"] = json!(path);
         event["httpMethod"] = json!(method);
         event["headers"] = Value::Object(headers);
@@ -134,16 +119,11 @@ fuzz_target!(|data: &[u8]| {
         return;
     };
     let event = event.to_string();
-    let answer = setup
-        .runtime
-        .block_on(setup.api.invoke(&event, Context::default()));
+    let answer = setup.runtime.block_on(setup.api.invoke(&event, Context::default()));
     let answer = serde_json::to_value(answer).unwrap();
     let status = answer["statusCode"].as_u64().unwrap();
     assert!(
-        matches!(
-            status,
-            200 | 400 | 401 | 403 | 404 | 405 | 409 | 413 | 415 | 503
-        ),
+        matches!(status, 200 | 400 | 401 | 403 | 404 | 405 | 409 | 413 | 415 | 503),
         "{status}: {answer}"
     );
     let headers = &answer["headers"];
@@ -151,10 +131,6 @@ fuzz_target!(|data: &[u8]| {
     let body: Value = serde_json::from_str(answer["body"].as_str().unwrap()).unwrap();
     if status >= 400 {
         assert_eq!(body["error"], status, "{answer}");
-        assert!(
-            body["message"]
-                .as_str()
-                .is_some_and(|message| !message.is_empty())
-        );
+        assert!(body["message"].as_str().is_some_and(|message| !message.is_empty()));
     }
 });

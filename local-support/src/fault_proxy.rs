@@ -64,10 +64,7 @@ impl FaultProxy {
     /// `first` faults in order, then `then` for every later request.
     pub async fn start(dynamodb_url: &str, first: &[Fault], then: Fault) -> Self {
         let (listener, address) = listen().await;
-        let plan = Arc::new(Mutex::new(Plan {
-            first: first.iter().copied().collect(),
-            then,
-        }));
+        let plan = Arc::new(Mutex::new(Plan { first: first.iter().copied().collect(), then }));
         let requests = Arc::new(AtomicUsize::new(0));
         let upstream = Upstream {
             url: dynamodb_url.trim_end_matches('/').to_owned(),
@@ -82,12 +79,7 @@ impl FaultProxy {
                 answer(fault, upstream.clone(), calls.clone(), request)
             }
         });
-        Self {
-            url: format!("http://{address}"),
-            requests,
-            calls,
-            task,
-        }
+        Self { url: format!("http://{address}"), requests, calls, task }
     }
 
     /// How many calls have passed through so far.
@@ -137,10 +129,9 @@ async fn answer(
         Fault::UnexpectedError => {
             Reply::Respond(error_response(StatusCode::BAD_REQUEST, UNEXPECTED))
         }
-        Fault::ServerError => Reply::Respond(error_response(
-            StatusCode::INTERNAL_SERVER_ERROR,
-            SERVER_ERROR,
-        )),
+        Fault::ServerError => {
+            Reply::Respond(error_response(StatusCode::INTERNAL_SERVER_ERROR, SERVER_ERROR))
+        }
         // Never answer; the client gives up and closes the connection.
         Fault::Hang => std::future::pending().await,
         Fault::Reset => Reply::Reset,

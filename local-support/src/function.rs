@@ -83,10 +83,5 @@ impl Env {
 /// which the runtime reports as an error line on the first screen.
 pub fn wait_until_answering(port: u16, process: &Started, timeout: Duration) -> Result {
     wait_for_port(port, process, timeout)?;
-    wait_for(
-        &format!("http://127.0.0.1:{port}/plants"),
-        Some(401),
-        process,
-        timeout,
-    )
+    wait_for(&format!("http://127.0.0.1:{port}/plants"), Some(401), process, timeout)
 }

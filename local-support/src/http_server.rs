@@ -86,10 +86,7 @@ where
 /// Sets a zero linger on the socket: hyper closes the connection when the
 /// service fails, and that close is then a TCP reset.
 fn reset_on_close(socket: RawFd) {
-    let linger = libc::linger {
-        l_onoff: 1,
-        l_linger: 0,
-    };
+    let linger = libc::linger { l_onoff: 1, l_linger: 0 };
     // SAFETY: the connection (and so the socket) lives while its service
     // runs; the option is plain data of the right size.
     unsafe {
@@ -105,8 +102,5 @@ fn reset_on_close(socket: RawFd) {
 
 /// The whole of a request's body.
 pub async fn body_bytes(body: Incoming) -> Bytes {
-    body.collect()
-        .await
-        .map(|body| body.to_bytes())
-        .unwrap_or_default()
+    body.collect().await.map(|body| body.to_bytes()).unwrap_or_default()
 }

@@ -67,12 +67,7 @@ impl SigningKey {
             key_id: Some(kid),
             ..Default::default()
         };
-        Ok(Self {
-            algorithm,
-            pkcs8_pem: pem.to_owned(),
-            encoding,
-            jwk,
-        })
+        Ok(Self { algorithm, pkcs8_pem: pem.to_owned(), encoding, jwk })
     }
 
     pub fn algorithm(&self) -> Algorithm {
@@ -94,9 +89,7 @@ impl SigningKey {
 
     /// The JWKS document that publishes these keys' public halves.
     pub fn jwks_json(keys: &[&SigningKey]) -> String {
-        let set = JwkSet {
-            keys: keys.iter().map(|key| key.jwk.clone()).collect(),
-        };
+        let set = JwkSet { keys: keys.iter().map(|key| key.jwk.clone()).collect() };
         serde_json::to_string(&set).unwrap_or_default()
     }
 
@@ -149,11 +142,7 @@ impl Issuer {
     /// New keys of these algorithms, for one run.
     pub fn generate(algorithms: &[Algorithm]) -> Self {
         let keys = algorithms.iter();
-        Self {
-            keys: keys
-                .map(|&algorithm| SigningKey::generate(algorithm).unwrap())
-                .collect(),
-        }
+        Self { keys: keys.map(|&algorithm| SigningKey::generate(algorithm).unwrap()).collect() }
     }
 
     /// The Ed25519 key kept in `dir` (the local stack's, between runs).
@@ -183,17 +172,12 @@ impl Issuer {
 
     /// A token for `sub`, signed with the first key, valid for `ttl_seconds`.
     pub fn token(&self, sub: &str, ttl_seconds: u64) -> String {
-        self.keys[0]
-            .token(ISSUER, Some(AUDIENCE), sub, ttl_seconds)
-            .unwrap()
+        self.keys[0].token(ISSUER, Some(AUDIENCE), sub, ttl_seconds).unwrap()
     }
 }
 
 pub fn unix_now() -> u64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map(|elapsed| elapsed.as_secs())
-        .unwrap_or(0)
+    SystemTime::now().duration_since(UNIX_EPOCH).map(|elapsed| elapsed.as_secs()).unwrap_or(0)
 }
 
 const PEM_BEGIN: &str = "-----BEGIN PRIVATE KEY-----";

@@ -36,11 +36,7 @@ fn check(command: &Command, status: std::io::Result<ExitStatus>, stderr: &[u8]) 
     let stderr = String::from_utf8_lossy(stderr);
     match status {
         Ok(status) if status.success() => Ok(()),
-        Ok(status) => Err(format!(
-            "{} failed ({status}) {}",
-            described.join(" "),
-            stderr.trim()
-        )),
+        Ok(status) => Err(format!("{} failed ({status}) {}", described.join(" "), stderr.trim())),
         Err(error) => Err(format!("cannot run {}: {error}", described.join(" "))),
     }
     .map_err(|message| message.trim_end().into())
@@ -140,10 +136,7 @@ pub struct Scope {
 impl Scope {
     pub fn new() -> Self {
         let (start, thread) = (CLEANUPS.lock().unwrap().len(), std::thread::current().id());
-        Self {
-            start,
-            thread: Some(thread),
-        }
+        Self { start, thread: Some(thread) }
     }
 }
 
@@ -182,10 +175,7 @@ pub fn stop_on_signals() {
     let stop = || {
         STOPPING.store(true, SeqCst);
         log("stopping what this task started");
-        drop(Scope {
-            start: 0,
-            thread: None,
-        });
+        drop(Scope { start: 0, thread: None });
         std::process::exit(130);
     };
     ctrlc::set_handler(stop).expect("the only signal handler");
@@ -223,12 +213,10 @@ pub fn start(
     #[cfg(target_os = "linux")]
     // SAFETY: prctl is async-signal-safe and touches no memory of ours.
     unsafe {
-        command.pre_exec(
-            || match libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL) {
-                0 => Ok(()),
-                _ => Err(std::io::Error::last_os_error()),
-            },
-        );
+        command.pre_exec(|| match libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL) {
+            0 => Ok(()),
+            _ => Err(std::io::Error::last_os_error()),
+        });
     }
     if let Some(log) = log {
         let file = std::fs::File::create(log)?;
@@ -291,11 +279,7 @@ impl Started {
         if status.success() {
             return Ok(());
         }
-        let printed = self
-            .log
-            .as_deref()
-            .map(|log| tail(log, 40))
-            .unwrap_or_default();
+        let printed = self.log.as_deref().map(|log| tail(log, 40)).unwrap_or_default();
         Err(format!("{} failed ({status})\n{printed}", self.name).into())
     }
 
@@ -334,12 +318,7 @@ fn descendants(pid: u32) -> Vec<u32> {
     let mut found = vec![pid];
     let mut index = 0;
     while let Some(&parent) = found.get(index) {
-        found.extend(
-            parents
-                .iter()
-                .filter(|(_, of)| *of == parent)
-                .map(|(child, _)| *child),
-        );
+        found.extend(parents.iter().filter(|(_, of)| *of == parent).map(|(child, _)| *child));
         index += 1;
     }
     found.split_off(1)
@@ -375,10 +354,7 @@ pub fn wait_for(url: &str, wanted: Option<u16>, process: &Started, timeout: Dura
         let mut curl = Command::new("curl");
         curl.args(["-s", "-o", "/dev/null", "-w", "%{http_code}"]);
         curl.args(["--max-time", &patience, url]);
-        last = output(&mut curl)
-            .ok()
-            .and_then(|code| code.parse().ok())
-            .filter(|&code| code != 0);
+        last = output(&mut curl).ok().and_then(|code| code.parse().ok()).filter(|&code| code != 0);
         if last.is_some() && (wanted.is_none() || last == wanted) {
             return Ok(());
         }
@@ -431,36 +407,20 @@ mod tests {
     #[test]
     fn the_end_of_a_scope_stops_what_it_started_and_what_that_started_in_another_session() {
         let pid_file = std::env::temp_dir().join(format!("xtask-scope-{}", std::process::id()));
-        let escaped = || {
-            std::fs::read_to_string(&pid_file)
-                .ok()?
-                .trim()
-                .parse::<u32>()
-                .ok()
-        };
+        let escaped = || std::fs::read_to_string(&pid_file).ok()?.trim().parse::<u32>().ok();
         let leader = {
             let _scope = Scope::new();
-            let script = format!(
-                "setsid sleep 600 & echo $! > {}; sleep 600",
-                pid_file.display()
-            );
+            let script = format!("setsid sleep 600 & echo $! > {}; sleep 600", pid_file.display());
             let mut shell = Command::new("sh");
-            let started = start(
-                "a shell",
-                shell.arg("-c").arg(script),
-                Duration::from_secs(5),
-                None,
-            );
+            let started =
+                start("a shell", shell.arg("-c").arg(script), Duration::from_secs(5), None);
             let started = started.unwrap();
             within_5s(|| escaped().is_some(), "the shell wrote no pid");
             assert!(started.is_running() && alive(escaped().unwrap()));
             started
         };
         assert!(!leader.is_running(), "the leader still runs");
-        within_5s(
-            || !alive(escaped().unwrap()),
-            "the process in its own session still runs",
-        );
+        within_5s(|| !alive(escaped().unwrap()), "the process in its own session still runs");
         let _ = std::fs::remove_file(pid_file);
     }
 }

@@ -150,10 +150,7 @@ impl LambdaProcess {
         for reader in readers {
             let _ = tokio::time::timeout(Duration::from_secs(1), reader).await;
         }
-        panic!(
-            "{command:?} {failure}; its output:\n{}",
-            self.output().join("\n")
-        );
+        panic!("{command:?} {failure}; its output:\n{}", self.output().join("\n"));
     }
 
     /// Hands `event` to the function, with a trace header of its own that
@@ -173,13 +170,11 @@ impl LambdaProcess {
             u8::from(sampled)
         );
         let (answered, answer) = oneshot::channel();
-        self.state.waiting.lock().unwrap().insert(
-            request_id.clone(),
-            Waiting {
-                answered,
-                handed_out: None,
-            },
-        );
+        self.state
+            .waiting
+            .lock()
+            .unwrap()
+            .insert(request_id.clone(), Waiting { answered, handed_out: None });
         self.submit
             .send(Pending {
                 request_id: request_id.clone(),
@@ -197,12 +192,7 @@ impl LambdaProcess {
             })
             .unwrap();
         match answer {
-            Returned::Response(response) => Invoked {
-                request_id,
-                trace_id,
-                response,
-                duration,
-            },
+            Returned::Response(response) => Invoked { request_id, trace_id, response, duration },
             Returned::Error(error) => panic!("invocation {request_id} failed: {error}"),
         }
     }
@@ -229,9 +219,7 @@ impl LambdaProcess {
         #[cfg(target_os = "linux")]
         {
             let status = std::fs::read_to_string(format!("/proc/{}/status", self.pid())).ok()?;
-            let peak = status
-                .lines()
-                .find_map(|line| line.strip_prefix("VmHWM:"))?;
+            let peak = status.lines().find_map(|line| line.strip_prefix("VmHWM:"))?;
             peak.trim().trim_end_matches("kB").trim().parse().ok()
         }
         #[cfg(not(target_os = "linux"))]
@@ -302,12 +290,8 @@ async fn keep_lines(stream: impl tokio::io::AsyncRead + Unpin, output: Arc<Mutex
 async fn route(state: Arc<State>, request: Request<Incoming>) -> Reply {
     let method = request.method().clone();
     let path = request.uri().path().to_owned();
-    let parts: Vec<&str> = path
-        .strip_prefix(PREFIX)
-        .unwrap_or_default()
-        .trim_matches('/')
-        .split('/')
-        .collect();
+    let parts: Vec<&str> =
+        path.strip_prefix(PREFIX).unwrap_or_default().trim_matches('/').split('/').collect();
     let accepted = || respond(StatusCode::ACCEPTED, &[], r#"{"status":"OK"}"#);
     let response = match (method, parts.as_slice()) {
         (Method::GET, ["invocation", "next"]) => next_invocation(&state).await,
@@ -321,10 +305,7 @@ async fn route(state: Arc<State>, request: Request<Incoming>) -> Reply {
                 serde_json::from_slice(&body).map_or_else(not_json, Returned::Response)
             };
             match state.waiting.lock().unwrap().remove(*request_id) {
-                Some(Waiting {
-                    answered,
-                    handed_out: Some(handed_out),
-                }) => {
+                Some(Waiting { answered, handed_out: Some(handed_out) }) => {
                     state.in_flight.fetch_sub(1, Ordering::SeqCst);
                     let _ = answered.send((handed_out.elapsed(), answer));
                     accepted()
@@ -334,9 +315,7 @@ async fn route(state: Arc<State>, request: Request<Incoming>) -> Reply {
         }
         (Method::POST, ["init", "error"]) => {
             let body = body_bytes(request.into_body()).await;
-            state
-                .init
-                .send_replace(Some(Err(String::from_utf8_lossy(&body).into_owned())));
+            state.init.send_replace(Some(Err(String::from_utf8_lossy(&body).into_owned())));
             accepted()
         }
         _ => respond(StatusCode::NOT_FOUND, &[], "not found"),

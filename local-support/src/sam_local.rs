@@ -117,11 +117,8 @@ impl SamLocal {
         env_file: &Path,
     ) -> Result<Command> {
         let env = env.with("AWS_ENDPOINT_URL_DYNAMODB", &self.dynamodb_url);
-        let variables: serde_json::Map<_, _> = env
-            .vars()
-            .iter()
-            .map(|(name, value)| (name.clone(), value.as_str().into()))
-            .collect();
+        let variables: serde_json::Map<_, _> =
+            env.vars().iter().map(|(name, value)| (name.clone(), value.as_str().into())).collect();
         std::fs::create_dir_all(env_file.parent().unwrap())?;
         std::fs::write(env_file, json!({ FUNCTION: variables }).to_string())?;
         let mut command = self.engine(env.command("sam"));
@@ -139,9 +136,7 @@ impl SamLocal {
             command.args(["--invoke-image", image, "--skip-pull-image"]);
         }
         command.args(["--container-host-interface", "127.0.0.1"]);
-        command
-            .args(["--parameter-overrides", "CreateUserPool=false"])
-            .args(parameters);
+        command.args(["--parameter-overrides", "CreateUserPool=false"]).args(parameters);
         command.arg("--env-vars").arg(env_file);
         Ok(command)
     }
@@ -163,12 +158,7 @@ impl SamLocal {
         // SAM (1.170) takes over 30 s to end on SIGTERM or SIGINT with a
         // warm container: it is killed after a short grace, and the
         // containers it leaves are removed (remove_lambda_containers).
-        let api = start(
-            "sam local start-api",
-            &mut command,
-            Duration::from_secs(3),
-            log,
-        )?;
+        let api = start("sam local start-api", &mut command, Duration::from_secs(3), log)?;
         wait_until_answering(port, &api, Duration::from_secs(300)).map_err(|error| {
             let printed = log.map(|log| tail(log, 60)).unwrap_or_default();
             format!("{error}\n{printed}")
@@ -197,10 +187,8 @@ impl SamLocal {
             let stderr = String::from_utf8_lossy(&printed.stderr);
             // sam prints the function's response on stdout, its own lines
             // and the function's log on stderr.
-            if let Some(response) = stdout
-                .lines()
-                .rev()
-                .find_map(|line| serde_json::from_str(line).ok())
+            if let Some(response) =
+                stdout.lines().rev().find_map(|line| serde_json::from_str(line).ok())
             {
                 return Ok(response);
             }
@@ -219,10 +207,7 @@ impl SamLocal {
     /// Removes what `sam local` ran from the base image (SAM removes its
     /// own containers when it stops cleanly; this also covers a killed run).
     pub fn remove_lambda_containers(&self) {
-        let listed = output(
-            self.docker()
-                .args(["ps", "-a", "--format", "{{.ID}} {{.Image}}"]),
-        );
+        let listed = output(self.docker().args(["ps", "-a", "--format", "{{.ID}} {{.Image}}"]));
         let prefix = format!("{LAMBDA_BASE_REPOSITORY}:");
         for line in listed.unwrap_or_default().lines() {
             if let Some((id, image)) = line.split_once(' ')
@@ -239,10 +224,8 @@ impl SamLocal {
         let recipe = format!(
             "{BASE_IMAGE_PACKAGES:?} {BASE_IMAGE_TOOLS:?} {BASE_IMAGE_CA_BUNDLE} {BASE_IMAGE_DIRS:?}"
         );
-        let image = format!(
-            "{LAMBDA_BASE_REPOSITORY}:provided.al2023-arm64-{}",
-            short_hash(&recipe)
-        );
+        let image =
+            format!("{LAMBDA_BASE_REPOSITORY}:provided.al2023-arm64-{}", short_hash(&recipe));
         if succeeds(self.docker().args(["image", "inspect", &image])) {
             return Ok(image);
         }
@@ -257,10 +240,7 @@ impl SamLocal {
             .arg("-cf")
             .arg(context.join("rootfs.tar"))
             .arg("."))?;
-        std::fs::write(
-            context.join("Dockerfile"),
-            "FROM scratch\nADD rootfs.tar /\n",
-        )?;
+        std::fs::write(context.join("Dockerfile"), "FROM scratch\nADD rootfs.tar /\n")?;
         // FROM scratch pulls nothing; --platform records the image as arm64,
         // so that no engine goes looking for it in a registry.
         let mut build = self.docker();
@@ -272,10 +252,7 @@ impl SamLocal {
         // keep using it.
         let format = "{{.Repository}}:{{.Tag}}";
         let images =
-            output(
-                self.docker()
-                    .args(["images", LAMBDA_BASE_REPOSITORY, "--format", format]),
-            )?;
+            output(self.docker().args(["images", LAMBDA_BASE_REPOSITORY, "--format", format]))?;
         for old in images.lines().filter(|old| *old != image) {
             output(self.docker().args(["rmi", "-f", old]))?;
         }
@@ -288,28 +265,18 @@ impl SamLocal {
     /// a TCP forward of this process passes connections to 127.0.0.1: DynamoDB Local itself never
     /// listens beyond the loopback.
     fn forward_from_bridge(&self, port: u16) -> Result<String> {
-        let system = output(
-            self.docker()
-                .args(["info", "--format", "{{.OperatingSystem}}"]),
-        )?;
+        let system = output(self.docker().args(["info", "--format", "{{.OperatingSystem}}"]))?;
         if system.contains("Docker Desktop") {
             return Ok(format!("http://host.docker.internal:{port}"));
         }
         let inspect = |format: &str| {
-            output(
-                self.docker()
-                    .args(["network", "inspect", "bridge", "--format", format]),
-            )
+            output(self.docker().args(["network", "inspect", "bridge", "--format", format]))
         };
         let mut gateway = inspect("{{range .IPAM.Config}}{{.Gateway}}{{end}}")?;
         if gateway.is_empty() {
             // Some engines leave it out: take the bridge interface's own address.
             let bridge = inspect(r#"{{index .Options "com.docker.network.bridge.name"}}"#)?;
-            let bridge = if bridge.is_empty() {
-                "docker0"
-            } else {
-                &bridge
-            };
+            let bridge = if bridge.is_empty() { "docker0" } else { &bridge };
             let addresses =
                 output(Command::new("ip").args(["-4", "-o", "addr", "show", "dev", bridge]))?;
             gateway = addresses
@@ -331,10 +298,7 @@ impl SamLocal {
 /// The first 12 hex digits of `text`'s SHA-256.
 fn short_hash(text: &str) -> String {
     let digest = aws_lc_rs::digest::digest(&aws_lc_rs::digest::SHA256, text.as_bytes());
-    digest.as_ref()[..6]
-        .iter()
-        .map(|byte| format!("{byte:02x}"))
-        .collect()
+    digest.as_ref()[..6].iter().map(|byte| format!("{byte:02x}")).collect()
 }
 
 /// An engine that answers: the user's own if `docker info` reaches one;
@@ -360,11 +324,9 @@ fn ensure_container_engine() -> Result<SamLocal> {
     if unsafe { libc::getuid() } == 0 {
         return start_debian_engine(sam);
     }
-    Err(
-        "no container engine answers: start Docker Desktop, Colima or Docker Engine \
+    Err("no container engine answers: start Docker Desktop, Colima or Docker Engine \
          (on Linux as root, scripts/test starts Debian's)"
-            .into(),
-    )
+        .into())
 }
 
 /// Whether Debian's packages can be fetched here (the base image is made
@@ -462,9 +424,7 @@ fn ensure_arm64_emulation() -> Result {
     }
     ensure_qemu_arm64()?;
     if !binfmt.join("register").exists() {
-        run(Command::new("mount")
-            .args(["-t", "binfmt_misc", "binfmt_misc"])
-            .arg(binfmt))?;
+        run(Command::new("mount").args(["-t", "binfmt_misc", "binfmt_misc"]).arg(binfmt))?;
         on_exit(move || {
             let _ = output(Command::new("umount").arg(binfmt));
         });
@@ -497,9 +457,6 @@ fn lambda_base_rootfs(rootfs: &Path) -> Result {
         std::fs::create_dir_all(rootfs.join(dir))?;
     }
     run(Command::new("chmod").arg("1777").arg(rootfs.join("tmp")))?;
-    std::fs::copy(
-        "/etc/ssl/certs/ca-certificates.crt",
-        rootfs.join(BASE_IMAGE_CA_BUNDLE),
-    )?;
+    std::fs::copy("/etc/ssl/certs/ca-certificates.crt", rootfs.join(BASE_IMAGE_CA_BUNDLE))?;
     Ok(())
 }

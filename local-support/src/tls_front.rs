@@ -22,11 +22,8 @@ use crate::{Result, log};
 
 /// Where the system keeps its root certificates as one PEM bundle: Debian
 /// and Ubuntu, macOS, Fedora and Amazon Linux.
-const SYSTEM_BUNDLES: [&str; 3] = [
-    "/etc/ssl/certs/ca-certificates.crt",
-    "/etc/ssl/cert.pem",
-    "/etc/pki/tls/certs/ca-bundle.crt",
-];
+const SYSTEM_BUNDLES: [&str; 3] =
+    ["/etc/ssl/certs/ca-certificates.crt", "/etc/ssl/cert.pem", "/etc/pki/tls/certs/ca-bundle.crt"];
 
 /// TLS terminated on 127.0.0.1, stopped on drop.
 pub struct TlsFront {
@@ -50,9 +47,7 @@ impl TlsFront {
         if !server_file.exists() {
             std::fs::create_dir_all(dir)?;
             let (ca, server) = certificates()?;
-            let system = SYSTEM_BUNDLES
-                .iter()
-                .find_map(|path| std::fs::read_to_string(path).ok());
+            let system = SYSTEM_BUNDLES.iter().find_map(|path| std::fs::read_to_string(path).ok());
             let system = system.ok_or("found no bundle of the system's root certificates")?;
             std::fs::write(&bundle_file, format!("{system}{ca}"))?;
             std::fs::write(&ca_file, ca)?;
@@ -61,9 +56,7 @@ impl TlsFront {
         let pem = std::fs::read(&server_file)?;
         let chain = CertificateDer::pem_slice_iter(&pem).collect::<Result<Vec<_>, _>>()?;
         let key = PrivateKeyDer::from_pem_slice(&pem)?;
-        let config = ServerConfig::builder()
-            .with_no_client_auth()
-            .with_single_cert(chain, key)?;
+        let config = ServerConfig::builder().with_no_client_auth().with_single_cert(chain, key)?;
         let acceptor = TlsAcceptor::from(Arc::new(config));
         let listener = TcpListener::bind("127.0.0.1:0").await?;
         let address = listener.local_addr()?.to_string();
@@ -84,12 +77,7 @@ impl TlsFront {
                 });
             }
         });
-        Ok(Self {
-            address,
-            ca_file,
-            bundle_file,
-            task,
-        })
+        Ok(Self { address, ca_file, bundle_file, task })
     }
 }
 
@@ -104,19 +92,13 @@ impl Drop for TlsFront {
 fn certificates() -> Result<(String, String)> {
     let mut ca = CertificateParams::new(Vec::<String>::new())?;
     ca.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
-    ca.distinguished_name
-        .push(DnType::CommonName, "plant-store local CA");
+    ca.distinguished_name.push(DnType::CommonName, "plant-store local CA");
     let ca = CertifiedIssuer::self_signed(ca, KeyPair::generate()?)?;
     let server_key = KeyPair::generate()?;
     let mut server = CertificateParams::new(vec!["localhost".to_owned()])?;
-    server
-        .subject_alt_names
-        .push(SanType::IpAddress([127, 0, 0, 1].into()));
+    server.subject_alt_names.push(SanType::IpAddress([127, 0, 0, 1].into()));
     let server = server.signed_by(&server_key, &ca)?;
-    Ok((
-        ca.pem(),
-        format!("{}{}", server.pem(), server_key.serialize_pem()),
-    ))
+    Ok((ca.pem(), format!("{}{}", server.pem(), server_key.serialize_pem())))
 }
 
 /// Forwards every TCP connection to `address` (`IP:PORT`) on to
@@ -129,12 +111,10 @@ pub fn forward(address: &str, upstream: u16) -> Result {
             let Ok(plain) = StdStream::connect(("127.0.0.1", upstream)) else {
                 continue;
             };
-            for (mut from, mut to) in [
-                (client.try_clone(), plain.try_clone()),
-                (Ok(plain), Ok(client)),
-            ]
-            .into_iter()
-            .filter_map(|(from, to)| Some((from.ok()?, to.ok()?)))
+            for (mut from, mut to) in
+                [(client.try_clone(), plain.try_clone()), (Ok(plain), Ok(client))]
+                    .into_iter()
+                    .filter_map(|(from, to)| Some((from.ok()?, to.ok()?)))
             {
                 std::thread::spawn(move || {
                     let _ = std::io::copy(&mut from, &mut to);

@@ -48,10 +48,7 @@ fn ensure_venv(name: &str, requirements: &str) -> Result {
     if std::fs::read(&requirements).ok() == std::fs::read(&stamp).ok() {
         return Ok(());
     }
-    log!(
-        "installing the Python tools of {} into .tools/{name}",
-        requirements.display()
-    );
+    log!("installing the Python tools of {} into .tools/{name}", requirements.display());
     run(Command::new("python3").args(["-m", "venv"]).arg(&venv))?;
     run(Command::new(venv.join("bin/pip"))
         .args(["install", "--quiet", "--disable-pip-version-check", "-r"])
@@ -103,9 +100,7 @@ pub fn ensure_cargo_tool(binary: &str, krate: &str, version: &str, mut cargo: Co
     }
     log!("installing {krate} {version} into .tools/cargo");
     let install = format!("install --quiet --locked {krate} --version {version} --root");
-    run(cargo
-        .args(install.split(' '))
-        .arg(tools_dir().join("cargo")))
+    run(cargo.args(install.split(' ')).arg(tools_dir().join("cargo")))
 }
 
 /// Installs Debian packages with apt-get, without what they only recommend.
@@ -127,11 +122,8 @@ pub fn ensure_chromium() -> Result<PathBuf> {
     if let Some(chromium) = std::env::var_os("CHROMIUM") {
         return Ok(chromium.into());
     }
-    let installed = [
-        "/usr/bin/chromium-headless-shell",
-        "/usr/bin/chromium",
-        "/usr/bin/google-chrome",
-    ];
+    let installed =
+        ["/usr/bin/chromium-headless-shell", "/usr/bin/chromium", "/usr/bin/google-chrome"];
     if let Some(found) = installed.iter().map(Path::new).find(|path| path.exists()) {
         return Ok(found.to_owned());
     }
@@ -150,12 +142,7 @@ pub fn unpack_debian_packages(destination: &Path, packages: &[&str]) -> Result {
     // apt-get downloads as the _apt user where it can write.
     run(Command::new("chmod").arg("1777").arg(debs))?;
     let download = || {
-        succeeds(
-            Command::new("apt-get")
-                .args(["download", "-qq"])
-                .args(packages)
-                .current_dir(debs),
-        )
+        succeeds(Command::new("apt-get").args(["download", "-qq"]).args(packages).current_dir(debs))
     };
     if !download() {
         run(Command::new("apt-get").args(["update", "-qq"]))?;
@@ -165,10 +152,7 @@ pub fn unpack_debian_packages(destination: &Path, packages: &[&str]) -> Result {
     }
     std::fs::create_dir_all(destination)?;
     for deb in std::fs::read_dir(debs)? {
-        run(Command::new("dpkg-deb")
-            .arg("-x")
-            .arg(deb?.path())
-            .arg(destination))?;
+        run(Command::new("dpkg-deb").arg("-x").arg(deb?.path()).arg(destination))?;
     }
     Ok(())
 }
@@ -176,9 +160,7 @@ pub fn unpack_debian_packages(destination: &Path, packages: &[&str]) -> Result {
 /// A new empty folder in the system's temporary folder (short paths, for
 /// Unix sockets), removed with what it holds when dropped.
 pub fn temp_dir(prefix: &str) -> Result<tempfile::TempDir> {
-    Ok(tempfile::Builder::new()
-        .prefix(&format!("plant-store-{prefix}."))
-        .tempdir()?)
+    Ok(tempfile::Builder::new().prefix(&format!("plant-store-{prefix}.")).tempdir()?)
 }
 
 /// The command prefix that runs an arm64 Linux binary here: qemu-user
@@ -188,7 +170,5 @@ pub fn ensure_qemu_arm64() -> Result<Vec<String>> {
     if !succeeds(Command::new("qemu-aarch64-static").arg("--version")) || !loader.exists() {
         install_debian_packages(&["qemu-user-static", "libc6-arm64-cross"])?;
     }
-    Ok(["qemu-aarch64-static", "-L", "/usr/aarch64-linux-gnu"]
-        .map(String::from)
-        .to_vec())
+    Ok(["qemu-aarch64-static", "-L", "/usr/aarch64-linux-gnu"].map(String::from).to_vec())
 }

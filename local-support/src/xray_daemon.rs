@@ -53,11 +53,7 @@ impl XRayDaemon {
                 }
             }
         });
-        Self {
-            address,
-            received,
-            task,
-        }
+        Self { address, received, task }
     }
 
     /// Every well-formed document received so far. Panics if any datagram
@@ -107,10 +103,7 @@ fn read_document(datagram: &str) -> Result<Value, String> {
 /// which must say which trace and parent it belongs to.
 fn check_subsegment(subsegment: &Value, alone: bool) -> Result<(), String> {
     let fields = subsegment.as_object().ok_or("not an object")?;
-    if let Some(unknown) = fields
-        .keys()
-        .find(|key| !FIELDS.split_whitespace().any(|f| f == *key))
-    {
+    if let Some(unknown) = fields.keys().find(|key| !FIELDS.split_whitespace().any(|f| f == *key)) {
         return Err(format!("`{unknown}` is not a subsegment field"));
     }
     check_name_id_and_times(subsegment)?;
@@ -163,21 +156,14 @@ fn check_value_types(subsegment: &Value) -> Result<(), String> {
         return Err(format!("`namespace` {namespace} is neither aws nor remote"));
     }
     for flag in ["error", "throttle", "fault", "in_progress"] {
-        if subsegment
-            .get(flag)
-            .is_some_and(|value| !value.is_boolean())
-        {
+        if subsegment.get(flag).is_some_and(|value| !value.is_boolean()) {
             return Err(format!("`{flag}` is not a boolean"));
         }
     }
-    for (pointer, field) in [
-        ("/http/response/status", "http.response.status"),
-        ("/aws/retries", "aws.retries"),
-    ] {
-        if subsegment
-            .pointer(pointer)
-            .is_some_and(|value| !value.is_u64())
-        {
+    for (pointer, field) in
+        [("/http/response/status", "http.response.status"), ("/aws/retries", "aws.retries")]
+    {
+        if subsegment.pointer(pointer).is_some_and(|value| !value.is_u64()) {
             return Err(format!("`{field}` is not an integer"));
         }
     }

@@ -57,12 +57,7 @@ impl TestApp {
             Some(endpoint) => counted_dynamodb_client(Some(endpoint)).await,
         };
         let api = PlantApi::new(verifier, PlantStore::new(store_client, &table, max_plants));
-        Self {
-            api,
-            client,
-            table,
-            calls,
-        }
+        Self { api, client, table, calls }
     }
 
     /// The environment of the function's binary serving this app's table with
@@ -98,13 +93,11 @@ impl TestApp {
     }
 
     pub async fn post(&self, authorization: &str, body: &str) -> TestResponse {
-        self.send(ApiGatewayEvent::create_plant(authorization, body))
-            .await
+        self.send(ApiGatewayEvent::create_plant(authorization, body)).await
     }
 
     pub async fn get(&self, authorization: &str, query: &str) -> TestResponse {
-        self.send(ApiGatewayEvent::list_plants(authorization, query))
-            .await
+        self.send(ApiGatewayEvent::list_plants(authorization, query)).await
     }
 
     /// Creates a plant through the API and checks it was accepted.

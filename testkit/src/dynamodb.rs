@@ -140,10 +140,7 @@ pub async fn dynamodb_client() -> Client {
 /// `endpoint` (a fault proxy) if given.
 pub async fn counted_dynamodb_client(endpoint: Option<&str>) -> (Client, CallCounter) {
     let counter = CallCounter::default();
-    (
-        dynamodb_client_with(endpoint, counter.clone()).await,
-        counter,
-    )
+    (dynamodb_client_with(endpoint, counter.clone()).await, counter)
 }
 
 /// A client with the production configuration and `interceptor`; to
@@ -165,13 +162,7 @@ pub async fn dynamodb_client_with(
 
 pub(crate) fn unique_table_name() -> String {
     static NEXT: AtomicU32 = AtomicU32::new(0);
-    let nanos = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .unwrap()
-        .subsec_nanos();
-    format!(
-        "plants-{}-{}-{nanos}",
-        std::process::id(),
-        NEXT.fetch_add(1, Ordering::Relaxed)
-    )
+    let nanos =
+        std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().subsec_nanos();
+    format!("plants-{}-{}-{nanos}", std::process::id(), NEXT.fetch_add(1, Ordering::Relaxed))
 }

@@ -14,9 +14,7 @@ pub struct ApiGatewayEvent {
 
 impl ApiGatewayEvent {
     pub fn new(method: &str, path_and_query: &str) -> Self {
-        let (path, query) = path_and_query
-            .split_once('?')
-            .unwrap_or((path_and_query, ""));
+        let (path, query) = path_and_query.split_once('?').unwrap_or((path_and_query, ""));
         Self {
             method: method.to_owned(),
             path: path.to_owned(),
@@ -36,11 +34,7 @@ impl ApiGatewayEvent {
 
     /// `GET /plants` with this query string (may be empty).
     pub fn list_plants(authorization: &str, query: &str) -> Self {
-        let path = if query.is_empty() {
-            "/plants".to_owned()
-        } else {
-            format!("/plants?{query}")
-        };
+        let path = if query.is_empty() { "/plants".to_owned() } else { format!("/plants?{query}") };
         Self::new("GET", &path).header("authorization", authorization)
     }
 

@@ -34,12 +34,7 @@ pub fn forged_tokens() -> Vec<(&'static str, String)> {
     let mut cases = forged_signatures();
     cases.extend(misissued_claims());
     cases.extend(refused_headers());
-    let oversized = format!(
-        "{}.{}.{}",
-        "a".repeat(4000),
-        "b".repeat(4000),
-        "c".repeat(2000)
-    );
+    let oversized = format!("{}.{}.{}", "a".repeat(4000), "b".repeat(4000), "c".repeat(2000));
     cases.extend([
         ("garbage", "garbage".to_owned()),
         ("three garbage parts", "a.b.c".to_owned()),
@@ -73,11 +68,7 @@ fn forged_signatures() -> Vec<(&'static str, String)> {
 
     // alg "none", no signature.
     let none_header = json!({"alg": "none", "typ": "JWT", "kid": published.kid()});
-    let alg_none = format!(
-        "{}.{}.",
-        encode_part(&none_header),
-        encode_part(&claims("alice"))
-    );
+    let alg_none = format!("{}.{}.", encode_part(&none_header), encode_part(&claims("alice")));
 
     // HS256 "signed" with the published public key as the HMAC secret.
     let AlgorithmParameters::OctetKeyPair(public) = &published.jwk().algorithm else {
@@ -112,10 +103,7 @@ fn forged_signatures() -> Vec<(&'static str, String)> {
         ("alg none", alg_none),
         ("HS256 with the public key", hs256),
         ("header alg differs from the key's", es_as_rs),
-        (
-            "unknown kid",
-            signed_as(&header_with_kid(Algorithm::EdDSA, "unknown-kid"), pem),
-        ),
+        ("unknown kid", signed_as(&header_with_kid(Algorithm::EdDSA, "unknown-kid"), pem)),
         ("no kid", signed_as(&Header::new(Algorithm::EdDSA), pem)),
         ("payload swapped after signing", tampered),
     ]
@@ -129,10 +117,7 @@ fn refused_headers() -> Vec<(&'static str, String)> {
     // understand, named critical.
     let mut critical = header_with_kid(Algorithm::EdDSA, published.kid());
     critical.crit = Some(vec!["https://plant-store.test/unknown".to_owned()]);
-    vec![(
-        "crit names an unknown extension",
-        signed_as(&critical, published.pkcs8_pem()),
-    )]
+    vec![("crit names an unknown extension", signed_as(&critical, published.pkcs8_pem()))]
 }
 
 /// Claims that the contract refuses, signed with a published key.
@@ -141,22 +126,10 @@ fn misissued_claims() -> Vec<(&'static str, String)> {
     let alice = || claims("alice");
     let now = unix_now();
     vec![
-        (
-            "expired beyond the leeway",
-            sign(with(alice(), "exp", json!(now - 120))),
-        ),
-        (
-            "wrong issuer",
-            sign(with(alice(), "iss", json!("https://evil.test"))),
-        ),
-        (
-            "wrong audience",
-            sign(with(alice(), "aud", json!("another-api"))),
-        ),
-        (
-            "no audience where one is configured",
-            sign(without(alice(), "aud")),
-        ),
+        ("expired beyond the leeway", sign(with(alice(), "exp", json!(now - 120)))),
+        ("wrong issuer", sign(with(alice(), "iss", json!("https://evil.test")))),
+        ("wrong audience", sign(with(alice(), "aud", json!("another-api")))),
+        ("no audience where one is configured", sign(without(alice(), "aud"))),
         ("no exp", sign(without(alice(), "exp"))),
         ("no iss", sign(without(alice(), "iss"))),
         ("no sub", sign(without(alice(), "sub"))),
@@ -165,13 +138,7 @@ fn misissued_claims() -> Vec<(&'static str, String)> {
         ("sub ending in NUL", sign(claims("alice\u{0}"))),
         ("sub with NUL inside", sign(claims("al\u{0}ice"))),
         ("sub with a line break", sign(claims("alice\nbob"))),
-        (
-            "string exp",
-            sign(with(alice(), "exp", json!((now + 600).to_string()))),
-        ),
-        (
-            "not yet valid (nbf)",
-            sign(with(alice(), "nbf", json!(now + 600))),
-        ),
+        ("string exp", sign(with(alice(), "exp", json!((now + 600).to_string())))),
+        ("not yet valid (nbf)", sign(with(alice(), "nbf", json!(now + 600)))),
     ]
 }

@@ -64,10 +64,7 @@ impl KeyServer {
             behaviour: Arc::new(Mutex::new(Behaviour::Serve(jwks))),
             fetches: Arc::default(),
         };
-        Mock::given(any())
-            .respond_with(answers.clone())
-            .mount(&server)
-            .await;
+        Mock::given(any()).respond_with(answers.clone()).mount(&server).await;
         Self {
             jwks_url: format!("{}/.well-known/jwks.json", server.uri()),
             answers,

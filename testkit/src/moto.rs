@@ -57,9 +57,7 @@ impl MotoCognito {
         );
         let port = free_port();
         let mut command = Command::new(program);
-        command
-            .args(["-H", "127.0.0.1", "-p", &port.to_string()])
-            .stderr(Stdio::null());
+        command.args(["-H", "127.0.0.1", "-p", &port.to_string()]).stderr(Stdio::null());
         let server = start("moto_server", command.stdout(Stdio::null()), GRACE, None)
             .and_then(|server| wait_for_port(port, &server, START_TIMEOUT).map(|()| server))
             .unwrap_or_else(|error| panic!("{error}"));
@@ -70,11 +68,7 @@ impl MotoCognito {
             .credentials_provider(Credentials::new("moto", "moto", None, None, "moto"))
             .endpoint_url(&url)
             .build();
-        Self {
-            url,
-            client: Client::from_conf(config),
-            server,
-        }
+        Self { url, client: Client::from_conf(config), server }
     }
 
     /// A pool with `policy`, e-mail addresses as user names, and an app
@@ -85,19 +79,11 @@ impl MotoCognito {
             .create_user_pool()
             .pool_name(name)
             .username_attributes(UsernameAttributeType::Email)
-            .policies(
-                UserPoolPolicyType::builder()
-                    .password_policy(policy)
-                    .build(),
-            )
+            .policies(UserPoolPolicyType::builder().password_policy(policy).build())
             .send()
             .await
             .unwrap();
-        let id = pool
-            .user_pool()
-            .and_then(|pool| pool.id())
-            .unwrap()
-            .to_owned();
+        let id = pool.user_pool().and_then(|pool| pool.id()).unwrap().to_owned();
         let app = self
             .client
             .create_user_pool_client()
@@ -108,11 +94,7 @@ impl MotoCognito {
             .send()
             .await
             .unwrap();
-        let client_id = app
-            .user_pool_client()
-            .and_then(|app| app.client_id())
-            .unwrap()
-            .to_owned();
+        let client_id = app.user_pool_client().and_then(|app| app.client_id()).unwrap().to_owned();
         Pool { id, client_id }
     }
 
@@ -123,13 +105,7 @@ impl MotoCognito {
 
     /// How many users the pool holds.
     pub async fn user_count(&self, pool: &Pool) -> usize {
-        let users = self
-            .client
-            .list_users()
-            .user_pool_id(&pool.id)
-            .send()
-            .await
-            .unwrap();
+        let users = self.client.list_users().user_pool_id(&pool.id).send().await.unwrap();
         users.users().len()
     }
 }

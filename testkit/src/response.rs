@@ -25,11 +25,7 @@ impl TestResponse {
     pub fn new(status: u16, headers: HeaderMap, body: &str) -> Self {
         let body =
             serde_json::from_str(body).unwrap_or_else(|_| panic!("the body is JSON: {body:?}"));
-        Self {
-            status,
-            headers,
-            body,
-        }
+        Self { status, headers, body }
     }
 
     /// The HTTP response inside a Lambda response document: API Gateway's
@@ -46,11 +42,7 @@ impl TestResponse {
                 for value in values {
                     let name: lambda_http::http::HeaderName = name.parse().unwrap();
                     let value = value.as_str().unwrap().parse().unwrap();
-                    if !headers
-                        .get_all(&name)
-                        .iter()
-                        .any(|present| *present == value)
-                    {
+                    if !headers.get_all(&name).iter().any(|present| *present == value) {
                         headers.append(name, value);
                     }
                 }
@@ -72,10 +64,7 @@ impl TestResponse {
         assert_eq!(self.header("content-type"), Some("application/json"));
         assert_eq!(self.body["error"], json!(status), "body: {}", self.body);
         let message = self.body["message"].as_str().expect("message is a string");
-        assert!(
-            message.contains(mentions),
-            "message {message:?} should mention {mentions:?}"
-        );
+        assert!(message.contains(mentions), "message {message:?} should mention {mentions:?}");
         assert_eq!(
             self.body.as_object().unwrap().len(),
             2,
@@ -87,34 +76,20 @@ impl TestResponse {
 
 /// Asserts that a POST with this Authorization is accepted (200).
 pub async fn assert_accepted(app: &TestApp, authorization: &str, case: &str) {
-    let response = app
-        .post(authorization, r#"{"id": 1, "name": "Fern"}"#)
-        .await;
+    let response = app.post(authorization, r#"{"id": 1, "name": "Fern"}"#).await;
     assert_eq!(response.status, 200, "{case}: {}", response.body);
 }
 
 /// Asserts that a POST with this Authorization gets 401 with the given
 /// challenge and a message that does not echo the token, and writes nothing.
 pub async fn assert_refused(app: &TestApp, authorization: &str, challenge: &str, case: &str) {
-    let response = app
-        .post(authorization, r#"{"id": 1, "name": "Fern"}"#)
-        .await;
+    let response = app.post(authorization, r#"{"id": 1, "name": "Fern"}"#).await;
     assert_eq!(response.status, 401, "{case}: {}", response.body);
     response.assert_error(401, "token");
-    assert_eq!(
-        response.header("www-authenticate"),
-        Some(challenge),
-        "{case}"
-    );
+    assert_eq!(response.header("www-authenticate"), Some(challenge), "{case}");
     let token = authorization.split_whitespace().last().unwrap_or_default();
     if token.len() > 8 {
-        assert!(
-            !response.body.to_string().contains(token),
-            "{case}: token echoed"
-        );
+        assert!(!response.body.to_string().contains(token), "{case}: token echoed");
     }
-    assert!(
-        app.stored_items().await.is_empty(),
-        "{case}: something was written"
-    );
+    assert!(app.stored_items().await.is_empty(), "{case}: something was written");
 }

@@ -42,13 +42,7 @@ impl<'a> SamApi<'a> {
             .start_api(env, port, parameters, Some(&dir.path().join("sam.log")))
             .unwrap_or_else(|error| panic!("{error}"));
         let url = format!("http://127.0.0.1:{port}");
-        Self {
-            api: Api::new(&url),
-            url,
-            sam,
-            process,
-            dir,
-        }
+        Self { api: Api::new(&url), url, sam, process, dir }
     }
 
     /// What `sam local start-api` has printed so far.
@@ -58,10 +52,8 @@ impl<'a> SamApi<'a> {
 
     /// Sends `request` over HTTP to the API; the answer's body must be JSON.
     pub async fn send(&self, request: ApiGatewayEvent) -> TestResponse {
-        let (status, headers, body) = self
-            .send_raw(request)
-            .await
-            .unwrap_or_else(|error| panic!("{error}:\n{}", self.log()));
+        let (status, headers, body) =
+            self.send_raw(request).await.unwrap_or_else(|error| panic!("{error}:\n{}", self.log()));
         TestResponse::new(status, headers, &body)
     }
 
@@ -74,9 +66,8 @@ impl<'a> SamApi<'a> {
         if !request.query.is_empty() {
             path = format!("{path}?{}", request.query);
         }
-        let headers: Vec<(&str, &str)> = (request.headers.iter())
-            .map(|(name, value)| (name.as_str(), value.as_str()))
-            .collect();
+        let headers: Vec<(&str, &str)> =
+            (request.headers.iter()).map(|(name, value)| (name.as_str(), value.as_str())).collect();
         let method = request.method.parse().map_err(|_| "not a method")?;
         let sent = self.api.request(method, &path, &headers, request.body);
         let (status, headers, body) = tokio::time::timeout(Duration::from_secs(60), sent)

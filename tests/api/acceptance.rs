@@ -72,10 +72,7 @@ async fn the_acceptance_suite_passes_and_leaves_what_it_reports() {
     // Exactly the plants the report names, as first written: the 409 and
     // bob's plant of the same id changed nothing of alice's.
     let stored: Vec<Value> = app.stored_items().await;
-    let ids: Vec<i64> = stored
-        .iter()
-        .map(|item| item["id"].as_i64().unwrap())
-        .collect();
+    let ids: Vec<i64> = stored.iter().map(|item| item["id"].as_i64().unwrap()).collect();
     let first = ids[0] - 1;
     let name = |n: i64| format!("acceptance {first} plant {n}");
     assert_eq!(
@@ -95,10 +92,7 @@ async fn the_acceptance_suite_passes_and_leaves_what_it_reports() {
                 first + 1,
                 first + 3
             ),
-            format!(
-                "owner bob: plant {} named \"acceptance {first} other owner\"",
-                first + 1
-            ),
+            format!("owner bob: plant {} named \"acceptance {first} other owner\"", first + 1),
         ]
     );
 }
@@ -111,10 +105,7 @@ async fn the_acceptance_suite_names_the_rule_an_api_breaks() {
     let report = acceptance::run(&url, &token("alice"), &token("bob")).await;
 
     let broken = report.broken.expect("a listing without Link is caught");
-    assert_eq!(
-        broken.rule,
-        "GET /plants pages through Link: every plant once, by id, unchanged"
-    );
+    assert_eq!(broken.rule, "GET /plants pages through Link: every plant once, by id, unchanged");
     // The rules before it held; none after it ran.
     assert_eq!(report.passed.len(), 4, "{:?}", report.passed);
     assert!(!broken.to_string().contains(&token("alice")));
@@ -131,10 +122,7 @@ async fn cognito_app(moto: &MotoCognito, pool: &Pool) -> TestApp {
         token_type: None,
     };
     let https = Https::new(&Default::default()).unwrap();
-    let config = KeyConfig::Url {
-        url: moto.jwks_url(pool),
-        refresh: KeyRefresh::default(),
-    };
+    let config = KeyConfig::Url { url: moto.jwks_url(pool), refresh: KeyRefresh::default() };
     let keys = KeySource::from_config(&config, &https).unwrap();
     keys.load().await;
     TestApp::with_verifier(Verifier::new(keys, &rules)).await
@@ -154,10 +142,7 @@ async fn the_cognito_mode_creates_signs_in_and_deletes_its_users_on_any_password
             .build()
     };
     // template.yaml's policy, and Cognito's default (symbols required).
-    for (name, policy) in [
-        ("template", policy(12, false)),
-        ("default", policy(8, true)),
-    ] {
+    for (name, policy) in [("template", policy(12, false)), ("default", policy(8, true))] {
         let pool = moto.create_pool(name, policy).await;
         let app = Arc::new(cognito_app(&moto, &pool).await);
         let url = serve_over_http(app.clone(), None).await;

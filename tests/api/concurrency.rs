@@ -78,9 +78,8 @@ async fn sixty_four_identical_posts_store_one_item_and_all_get_200() {
 async fn sixty_four_conflicting_posts_store_one_plant_one_200_and_the_rest_409() {
     let _turn = ONE_AT_A_TIME.lock().await;
     let app = Arc::new(TestApp::new().await);
-    let bodies = (0..64)
-        .map(|n| json!({"id": 5, "name": format!("name {n}")}).to_string())
-        .collect();
+    let bodies =
+        (0..64).map(|n| json!({"id": 5, "name": format!("name {n}")}).to_string()).collect();
     let answers = race(&app, bodies).await;
     let statuses: Vec<u16> = answers.iter().map(|(status, _)| *status).collect();
     let counts = count_statuses(&statuses);
@@ -89,10 +88,7 @@ async fn sixty_four_conflicting_posts_store_one_plant_one_200_and_the_rest_409()
     let winner = &answers.iter().find(|(status, _)| *status == 200).unwrap().1;
     let stored = app.stored_items().await;
     assert_eq!(stored.len(), 1);
-    assert_eq!(
-        stored[0]["name"], winner["name"],
-        "the stored plant is the one answered 200"
-    );
+    assert_eq!(stored[0]["name"], winner["name"], "the stored plant is the one answered 200");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
@@ -152,8 +148,7 @@ async fn start_function(
     extra: &[(&str, &str)],
 ) -> LambdaProcess {
     let mut env = app.function_env();
-    env.set("AWS_LAMBDA_LOG_FORMAT", "JSON")
-        .set("AWS_LAMBDA_LOG_LEVEL", "INFO");
+    env.set("AWS_LAMBDA_LOG_FORMAT", "JSON").set("AWS_LAMBDA_LOG_LEVEL", "INFO");
     if let Some(limit) = max_concurrency {
         env.set("AWS_LAMBDA_MAX_CONCURRENCY", &limit.to_string());
     }
@@ -166,13 +161,8 @@ async fn start_function(
 /// POSTs of these new ids for erin, each with a token signed by `key`.
 fn posts_signed_by(key: &SigningKey, ids: std::ops::RangeInclusive<i64>) -> Vec<String> {
     let token = key.token(ISSUER, Some(AUDIENCE), "erin", 3600).unwrap();
-    ids.map(|id| {
-        post_event(
-            &format!("Bearer {token}"),
-            json!({"id": id, "name": "Fern"}),
-        )
-    })
-    .collect()
+    ids.map(|id| post_event(&format!("Bearer {token}"), json!({"id": id, "name": "Fern"})))
+        .collect()
 }
 
 fn post_event(authorization: &str, body: Value) -> String {
@@ -243,11 +233,7 @@ async fn assert_contract_answers(app: &TestApp, answers: &[(Kind, TestResponse)]
     let mut conflict_winner = None;
     let mut statuses: BTreeMap<String, BTreeMap<u16, usize>> = BTreeMap::new();
     for (kind, response) in answers {
-        *statuses
-            .entry(format!("{kind:?}"))
-            .or_default()
-            .entry(response.status)
-            .or_default() += 1;
+        *statuses.entry(format!("{kind:?}")).or_default().entry(response.status).or_default() += 1;
         let body = &response.body;
         match kind {
             Kind::New => {
@@ -299,31 +285,20 @@ fn assert_one_whole_line_per_request(function: &LambdaProcess, invoked: &[Invoke
             serde_json::from_str(line).unwrap_or_else(|_| panic!("not one whole JSON line: {line}"))
         })
         .collect();
-    let trace_ids: HashMap<&str, &str> = invoked
-        .iter()
-        .map(|call| (call.request_id.as_str(), call.trace_id.as_str()))
-        .collect();
+    let trace_ids: HashMap<&str, &str> =
+        invoked.iter().map(|call| (call.request_id.as_str(), call.trace_id.as_str())).collect();
     let mut logged = HashSet::new();
     for line in lines.iter().filter(|line| line["message"] == "request") {
         let request_id = line["span"]["requestId"].as_str().unwrap();
-        let root = trace_ids[request_id]
-            .split(';')
-            .find_map(|field| field.strip_prefix("Root="));
+        let root = trace_ids[request_id].split(';').find_map(|field| field.strip_prefix("Root="));
         assert_eq!(line["span"]["traceId"].as_str(), root, "{line}");
         assert!(logged.insert(request_id), "logged twice: {line}");
     }
     assert_eq!(logged.len(), invoked.len());
-    let metrics: Vec<_> = lines
-        .iter()
-        .filter(|line| line.get("_aws").is_some())
-        .collect();
+    let metrics: Vec<_> = lines.iter().filter(|line| line.get("_aws").is_some()).collect();
     assert_eq!(metrics.len(), invoked.len());
     // The alarm's dimension: the function's name, from the Lambda environment.
-    assert!(
-        metrics
-            .iter()
-            .all(|line| line["FunctionName"] == "plant-store")
-    );
+    assert!(metrics.iter().all(|line| line["FunctionName"] == "plant-store"));
 }
 
 /// The 64 mixed requests, handed at once to one process started with this
@@ -339,11 +314,7 @@ async fn serve_the_mix(max_concurrency: Option<usize>) -> usize {
 
     let answers: Vec<_> = kinds
         .into_iter()
-        .zip(
-            invoked
-                .iter()
-                .map(|call| TestResponse::from_lambda_response(&call.response)),
-        )
+        .zip(invoked.iter().map(|call| TestResponse::from_lambda_response(&call.response)))
         .collect();
     assert_contract_answers(&app, &answers).await;
     assert_one_whole_line_per_request(&function, &invoked);
@@ -357,10 +328,7 @@ async fn sixty_four_mixed_requests_at_once_in_one_process_get_the_contracts_answ
     eprintln!(
         "AWS_LAMBDA_MAX_CONCURRENCY={MAX_CONCURRENCY}: at most {in_flight} requests in flight"
     );
-    assert!(
-        (2..=MAX_CONCURRENCY).contains(&in_flight),
-        "{in_flight} in flight at once"
-    );
+    assert!((2..=MAX_CONCURRENCY).contains(&in_flight), "{in_flight} in flight at once");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -377,10 +345,7 @@ async fn concurrent_unknown_kids_share_one_fetch_and_refetch_at_most_once_per_in
     let server = KeyServer::start(keys().jwks.clone()).await;
     server.set(Behaviour::Status(503));
     let app = TestApp::new().await;
-    let remote_keys = [
-        ("AUTH_JWKS", ""),
-        ("AUTH_JWKS_URL", server.jwks_url.as_str()),
-    ];
+    let remote_keys = [("AUTH_JWKS", ""), ("AUTH_JWKS_URL", server.jwks_url.as_str())];
     let function = start_function(&app, Some(MAX_CONCURRENCY), &remote_keys).await;
     assert_eq!(server.fetches(), 1, "the key set is fetched at init");
     tokio::time::sleep(std::time::Duration::from_millis(1100)).await;
@@ -388,15 +353,10 @@ async fn concurrent_unknown_kids_share_one_fetch_and_refetch_at_most_once_per_in
     // Back, with a key set that holds a new key: 16 requests signed with it,
     // at once, cause one fetch between them and all verify.
     let rotated = SigningKey::generate(Algorithm::EdDSA).unwrap();
-    server.set(Behaviour::Serve(SigningKey::jwks_json(&[
-        keys().eddsa(),
-        &rotated,
-    ])));
+    server.set(Behaviour::Serve(SigningKey::jwks_json(&[keys().eddsa(), &rotated])));
     let answers = invoke_all(&function, &posts_signed_by(&rotated, 1..=16)).await;
     assert!(
-        answers
-            .iter()
-            .all(|call| TestResponse::from_lambda_response(&call.response).status == 200)
+        answers.iter().all(|call| TestResponse::from_lambda_response(&call.response).status == 200)
     );
     assert_eq!(server.fetches(), 2, "concurrent misses share one fetch");
 

@@ -13,12 +13,7 @@ use serde_json::json;
 #[tokio::test]
 async fn post_creates_a_plant_and_answers_it_without_the_id() {
     let app = TestApp::new().await;
-    let response = app
-        .post(
-            &bearer("alice"),
-            r#"{"id": 7, "name": "Fern", "tag": "green"}"#,
-        )
-        .await;
+    let response = app.post(&bearer("alice"), r#"{"id": 7, "name": "Fern", "tag": "green"}"#).await;
     assert_eq!(response.status, 200);
     assert_eq!(response.header("content-type"), Some("application/json"));
     assert_eq!(response.body, json!({"name": "Fern", "tag": "green"}));
@@ -31,20 +26,12 @@ async fn post_creates_a_plant_and_answers_it_without_the_id() {
 #[tokio::test]
 async fn a_plant_without_tag_has_no_tag_key_and_null_means_absent() {
     let app = TestApp::new().await;
-    let response = app
-        .post(
-            &bearer("alice"),
-            r#"{"id": 1, "name": "Moss", "tag": null}"#,
-        )
-        .await;
+    let response = app.post(&bearer("alice"), r#"{"id": 1, "name": "Moss", "tag": null}"#).await;
     assert_eq!(response.status, 200);
     assert_eq!(response.body, json!({"name": "Moss"}));
     let listed = app.get(&bearer("alice"), "").await;
     assert_eq!(listed.body, json!([{"name": "Moss"}]));
-    assert_eq!(
-        app.stored_items().await,
-        vec![json!({"owner": "alice", "id": 1, "name": "Moss"})]
-    );
+    assert_eq!(app.stored_items().await, vec![json!({"owner": "alice", "id": 1, "name": "Moss"})]);
 }
 
 #[tokio::test]
@@ -54,10 +41,7 @@ async fn fields_the_contract_does_not_name_are_ignored_and_never_stored() {
     let response = app.post(&bearer("alice"), body).await;
     assert_eq!(response.status, 200);
     assert_eq!(response.body, json!({"name": "Ivy"}));
-    assert_eq!(
-        app.stored_items().await,
-        vec![json!({"owner": "alice", "id": 3, "name": "Ivy"})]
-    );
+    assert_eq!(app.stored_items().await, vec![json!({"owner": "alice", "id": 3, "name": "Ivy"})]);
 }
 
 #[tokio::test]
@@ -75,11 +59,7 @@ async fn a_repeated_identical_post_is_a_safe_retry_written_once() {
 #[tokio::test]
 async fn a_conflicting_post_gets_409_and_leaves_the_stored_plant_unchanged() {
     let app = TestApp::new().await;
-    app.create(
-        "alice",
-        json!({"id": 9, "name": "Aloe", "tag": "succulent"}),
-    )
-    .await;
+    app.create("alice", json!({"id": 9, "name": "Aloe", "tag": "succulent"})).await;
     let stored_before = app.stored_items().await;
     for body in [
         r#"{"id": 9, "name": "Cactus", "tag": "succulent"}"#,
@@ -95,21 +75,12 @@ async fn a_conflicting_post_gets_409_and_leaves_the_stored_plant_unchanged() {
 #[tokio::test]
 async fn owners_never_see_each_other_and_may_reuse_ids() {
     let app = TestApp::new().await;
-    app.create("alice", json!({"id": 7, "name": "Alice's fern"}))
-        .await;
+    app.create("alice", json!({"id": 7, "name": "Alice's fern"})).await;
     // The same id for another owner is a new plant, not a conflict.
-    let response = app
-        .post(&bearer("bob"), r#"{"id": 7, "name": "Bob's cactus"}"#)
-        .await;
+    let response = app.post(&bearer("bob"), r#"{"id": 7, "name": "Bob's cactus"}"#).await;
     assert_eq!(response.status, 200);
-    assert_eq!(
-        app.get(&bearer("alice"), "").await.body,
-        json!([{"name": "Alice's fern"}])
-    );
-    assert_eq!(
-        app.get(&bearer("bob"), "").await.body,
-        json!([{"name": "Bob's cactus"}])
-    );
+    assert_eq!(app.get(&bearer("alice"), "").await.body, json!([{"name": "Alice's fern"}]));
+    assert_eq!(app.get(&bearer("bob"), "").await.body, json!([{"name": "Bob's cactus"}]));
     assert_eq!(app.get(&bearer("carol"), "").await.body, json!([]));
     assert_eq!(app.stored_items().await.len(), 2);
 }
@@ -118,19 +89,12 @@ async fn owners_never_see_each_other_and_may_reuse_ids() {
 async fn get_lists_in_ascending_id_order_up_to_limit() {
     let app = TestApp::new().await;
     for id in [30, -5, 10, 20, i64::MAX, i64::MIN] {
-        app.create("alice", json!({"id": id, "name": format!("plant {id}")}))
-            .await;
+        app.create("alice", json!({"id": id, "name": format!("plant {id}")})).await;
     }
     let all = app.get(&bearer("alice"), "limit=10").await;
     assert_eq!(all.status, 200);
     assert_eq!(all.header("content-type"), Some("application/json"));
-    let names: Vec<_> = all
-        .body
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|p| p["name"].clone())
-        .collect();
+    let names: Vec<_> = all.body.as_array().unwrap().iter().map(|p| p["name"].clone()).collect();
     let expected: Vec<_> = [i64::MIN, -5, 10, 20, 30, i64::MAX]
         .iter()
         .map(|id| json!(format!("plant {id}")))
@@ -199,25 +163,18 @@ async fn rejected_bodies_get_400_naming_the_problem_and_write_nothing() {
         response.assert_error(400, mentions);
     }
     let too_long_name = json!({"id": 1, "name": "n".repeat(257)}).to_string();
-    app.post(&bearer("alice"), &too_long_name)
-        .await
-        .assert_error(400, "`name`");
+    app.post(&bearer("alice"), &too_long_name).await.assert_error(400, "`name`");
     let too_long_tag = json!({"id": 1, "name": "Fern", "tag": "t".repeat(65)}).to_string();
-    app.post(&bearer("alice"), &too_long_tag)
-        .await
-        .assert_error(400, "`tag`");
+    app.post(&bearer("alice"), &too_long_tag).await.assert_error(400, "`tag`");
     assert_eq!(app.stored_items().await, Vec::<serde_json::Value>::new());
 }
 
 #[tokio::test]
 async fn content_type_must_be_json_and_a_missing_one_is_read_as_json() {
     let app = TestApp::new().await;
-    for content_type in [
-        "text/plain",
-        "application/xml",
-        "application/jsonx",
-        "multipart/form-data",
-    ] {
+    for content_type in
+        ["text/plain", "application/xml", "application/jsonx", "multipart/form-data"]
+    {
         let request = ApiGatewayEvent::new("POST", "/plants")
             .header("authorization", &bearer("alice"))
             .header("content-type", content_type)
@@ -225,11 +182,9 @@ async fn content_type_must_be_json_and_a_missing_one_is_read_as_json() {
         app.send(request).await.assert_error(415, "Content-Type");
     }
     assert_eq!(app.stored_items().await.len(), 0);
-    for (id, content_type) in [
-        (1, Some("application/json; charset=utf-8")),
-        (2, Some("Application/JSON")),
-        (3, None),
-    ] {
+    for (id, content_type) in
+        [(1, Some("application/json; charset=utf-8")), (2, Some("Application/JSON")), (3, None)]
+    {
         let mut request =
             ApiGatewayEvent::new("POST", "/plants").header("authorization", &bearer("alice"));
         if let Some(content_type) = content_type {
@@ -247,9 +202,7 @@ async fn bodies_over_16_kib_get_413_and_write_nothing() {
     let app = TestApp::new().await;
     // Exactly 16 KiB is accepted; one byte more is not.
     let padding = |size: usize| {
-        let base = json!({"id": 1, "name": "Fern", "pad": ""})
-            .to_string()
-            .len();
+        let base = json!({"id": 1, "name": "Fern", "pad": ""}).to_string().len();
         json!({"id": 1, "name": "Fern", "pad": "x".repeat(size - base)}).to_string()
     };
     let at_limit = padding(16 * 1024);
@@ -294,11 +247,7 @@ async fn an_unexpected_store_error_is_a_generic_500_that_leaks_nothing() {
     let missing_table = "plants-table-that-does-not-exist";
     let api = PlantApi::new(
         verifier(),
-        PlantStore::new(
-            dynamodb_client().await,
-            missing_table,
-            DEFAULT_MAX_PLANTS_PER_OWNER,
-        ),
+        PlantStore::new(dynamodb_client().await, missing_table, DEFAULT_MAX_PLANTS_PER_OWNER),
     );
     let post = ApiGatewayEvent::new("POST", "/plants")
         .header("authorization", &bearer("alice"))
@@ -308,13 +257,7 @@ async fn an_unexpected_store_error_is_a_generic_500_that_leaks_nothing() {
         let response = TestResponse::from(api.invoke(&request.event(), Context::default()).await);
         response.assert_error(500, "unexpected error");
         let body = response.body.to_string();
-        for secret in [
-            missing_table,
-            "ResourceNotFound",
-            "DynamoDB",
-            "dispatch",
-            "alice",
-        ] {
+        for secret in [missing_table, "ResourceNotFound", "DynamoDB", "dispatch", "alice"] {
             assert!(!body.contains(secret), "500 body leaks {secret:?}: {body}");
         }
     }
@@ -336,8 +279,6 @@ async fn a_body_that_is_not_utf8_gets_400_and_writes_nothing() {
         "body": "eyJpZCI6IDEsICJuYW1lIjogIv/+In0=",
         "isBase64Encoded": true
     });
-    app.invoke(&event.to_string())
-        .await
-        .assert_error(400, "not valid JSON");
+    app.invoke(&event.to_string()).await.assert_error(400, "not valid JSON");
     assert!(app.stored_items().await.is_empty());
 }

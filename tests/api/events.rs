@@ -57,9 +57,7 @@ async fn replay(event_path: &Path, via: Via<'_>) -> Vec<String> {
     for plant in expected["given"].as_array().into_iter().flatten() {
         app.create(EVENTS_OWNER, plant.clone()).await;
     }
-    let event = fs::read_to_string(event_path)
-        .unwrap()
-        .replace("{{token}}", &token(EVENTS_OWNER));
+    let event = fs::read_to_string(event_path).unwrap().replace("{{token}}", &token(EVENTS_OWNER));
     let response = match via {
         Via::Handler => app.invoke(&event).await,
         Via::Bootstrap => {
@@ -109,10 +107,7 @@ async fn every_http_api_event_gets_its_expected_response_through_sam_local_invok
 /// Replays every event under `dir` (relative to the repository root).
 async fn replay_all(dir: &str, via: Via<'_>) {
     let mut events = Vec::new();
-    event_files(
-        Path::new(env!("CARGO_MANIFEST_DIR")).join(dir).as_path(),
-        &mut events,
-    );
+    event_files(Path::new(env!("CARGO_MANIFEST_DIR")).join(dir).as_path(), &mut events);
     events.sort();
     assert!(!events.is_empty(), "no events under {dir}");
     // One `sam local` at a time: each starts a container under emulation.

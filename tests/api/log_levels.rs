@@ -10,36 +10,23 @@ async fn at_trace_the_output_holds_no_token_and_no_credential() {
     let app = TestApp::new().await;
     for format in ["JSON", "Text"] {
         let mut env = app.function_env();
-        env.set("AWS_LAMBDA_LOG_LEVEL", "TRACE")
-            .set("AWS_LAMBDA_LOG_FORMAT", format);
+        env.set("AWS_LAMBDA_LOG_LEVEL", "TRACE").set("AWS_LAMBDA_LOG_FORMAT", format);
         let function = LambdaProcess::start(&crate::bootstrap_command(), &env).await;
         let authorization = bearer("alice");
         let create = ApiGatewayEvent::create_plant(&authorization, r#"{"id": 1, "name": "Fern"}"#);
         let answer = function.invoke(&create.event()).await;
-        assert_eq!(
-            TestResponse::from_lambda_response(&answer.response).status,
-            200
-        );
+        assert_eq!(TestResponse::from_lambda_response(&answer.response).status, 200);
         let output = function.output().join("\n");
-        assert!(
-            output.contains("\"request\"") || output.contains("request"),
-            "{output}"
-        );
+        assert!(output.contains("\"request\"") || output.contains("request"), "{output}");
         let token = authorization.trim_start_matches("Bearer ");
         // The token's signature alone is as good as the token to a thief.
         let signature = token.rsplit('.').next().unwrap();
         for (what, secret) in [("token", token), ("token signature", signature)] {
-            assert!(
-                !output.contains(secret),
-                "{format}: the {what} is in the log"
-            );
+            assert!(!output.contains(secret), "{format}: the {what} is in the log");
         }
         for (name, value) in env.vars() {
             if name.starts_with("AWS_SECRET") || name.starts_with("AWS_SESSION") {
-                assert!(
-                    !output.contains(value.as_str()),
-                    "{format}: {name} is in the log"
-                );
+                assert!(!output.contains(value.as_str()), "{format}: {name} is in the log");
             }
         }
     }

@@ -92,21 +92,13 @@ async fn key_rotation_is_picked_up_through_one_refetch() {
     let new = SigningKey::generate(Algorithm::EdDSA).unwrap();
     server.set(Behaviour::Serve(SigningKey::jwks_json(&[old, &new])));
     let new_token = new
-        .token(
-            plant_store_testkit::ISSUER,
-            Some(plant_store_testkit::AUDIENCE),
-            "alice",
-            600,
-        )
+        .token(plant_store_testkit::ISSUER, Some(plant_store_testkit::AUDIENCE), "alice", 600)
         .unwrap();
     assert_accepted(&app, &format!("Bearer {new_token}"), "the rotated key").await;
     assert_eq!(server.fetches(), 2, "exactly one refetch");
     // Both keys now verify, without fetching again.
     assert_eq!(app.get(&bearer("alice"), "").await.status, 200);
-    assert_eq!(
-        app.get(&format!("Bearer {new_token}"), "").await.status,
-        200
-    );
+    assert_eq!(app.get(&format!("Bearer {new_token}"), "").await.status, 200);
     assert_eq!(server.fetches(), 2);
 }
 
@@ -135,10 +127,7 @@ async fn a_flood_of_unknown_kids_causes_at_most_one_refetch_per_interval() {
     wait_out(REFRESH.refetch_interval).await;
     flood(2).await;
     assert_eq!(server.fetches(), 2);
-    eprintln!(
-        "unknown-kid floods: 2 x 100 tokens caused {} refetch",
-        server.fetches() - 1
-    );
+    eprintln!("unknown-kid floods: 2 x 100 tokens caused {} refetch", server.fetches() - 1);
 }
 
 #[tokio::test]
@@ -173,11 +162,7 @@ async fn oversized_and_slow_key_sets_are_refused_within_the_timeout_as_503() {
         // At init: logged, not a crash, and within the fetch timeout.
         let started = Instant::now();
         let app = remote_app(&server).await;
-        assert!(
-            started.elapsed() < Duration::from_millis(2500),
-            "{:?}",
-            started.elapsed()
-        );
+        assert!(started.elapsed() < Duration::from_millis(2500), "{:?}", started.elapsed());
         assert_eq!(server.fetches(), 1);
         // Without keys the function retries, but not on every request.
         wait_out(REFRESH.retry_without_keys).await;
@@ -186,11 +171,7 @@ async fn oversized_and_slow_key_sets_are_refused_within_the_timeout_as_503() {
         response.assert_error(503, "signing keys");
         assert_eq!(response.header("retry-after"), Some("1"));
         assert_eq!(response.header("www-authenticate"), None);
-        assert!(
-            started.elapsed() < Duration::from_millis(2500),
-            "{:?}",
-            started.elapsed()
-        );
+        assert!(started.elapsed() < Duration::from_millis(2500), "{:?}", started.elapsed());
         assert_eq!(server.fetches(), 2);
     }
 }
@@ -219,10 +200,7 @@ async fn a_key_set_past_its_age_is_refreshed_and_keys_the_issuer_removed_stop_ve
     let kept = keys().eddsa();
     let removed = &keys().es256();
     let server = KeyServer::start(SigningKey::jwks_json(&[kept, removed])).await;
-    let refresh = KeyRefresh {
-        max_age: Duration::from_secs(2),
-        ..REFRESH
-    };
+    let refresh = KeyRefresh { max_age: Duration::from_secs(2), ..REFRESH };
     let app = remote_app_with(&server, refresh).await;
     let removed_token = format!("Bearer {}", removed.sign(&claims("alice")).unwrap());
     assert_eq!(app.get(&removed_token, "").await.status, 200);
@@ -257,27 +235,12 @@ async fn symmetric_and_encryption_keys_in_the_set_are_never_used() {
 
     let mut hmac_header = Header::new(Algorithm::HS256);
     hmac_header.kid = Some("shared-secret".into());
-    let hmac_token = jsonwebtoken::encode(
-        &hmac_header,
-        &claims("alice"),
-        &EncodingKey::from_secret(secret),
-    )
-    .unwrap();
-    assert_refused(
-        &app,
-        &format!("Bearer {hmac_token}"),
-        INVALID_TOKEN,
-        "oct key",
-    )
-    .await;
+    let hmac_token =
+        jsonwebtoken::encode(&hmac_header, &claims("alice"), &EncodingKey::from_secret(secret))
+            .unwrap();
+    assert_refused(&app, &format!("Bearer {hmac_token}"), INVALID_TOKEN, "oct key").await;
     let encryption_token = encryption_key.sign(&claims("alice")).unwrap();
-    assert_refused(
-        &app,
-        &format!("Bearer {encryption_token}"),
-        INVALID_TOKEN,
-        "use: enc",
-    )
-    .await;
+    assert_refused(&app, &format!("Bearer {encryption_token}"), INVALID_TOKEN, "use: enc").await;
     assert_eq!(app.get(&bearer("alice"), "").await.status, 200);
 }
 
@@ -318,13 +281,7 @@ async fn a_rotation_beside_a_malformed_entry_admits_the_new_key_and_refuses_the_
     let new_token = format!("Bearer {}", new.sign(&claims("alice")).unwrap());
     assert_eq!(app.get(&new_token, "").await.status, 200, "the new key");
     assert_eq!(server.fetches(), 2);
-    assert_refused(
-        &app,
-        &old_token,
-        INVALID_TOKEN,
-        "the removed key, remembered",
-    )
-    .await;
+    assert_refused(&app, &old_token, INVALID_TOKEN, "the removed key, remembered").await;
     let fresh = format!("Bearer {}", old.sign(&claims("bob")).unwrap());
     assert_invalid(&app, &fresh, "the removed key, fresh").await;
     assert_eq!(server.fetches(), 2);

@@ -56,17 +56,13 @@ async fn the_contract_holds_through_sam_local_start_api() {
     // An identical retry is answered again; other content for the id is 409.
     let retry = api.send(create("alice", &plants[0])).await;
     assert_json_200(&retry, json!({"name": "Monstera", "tag": "tropical"}));
-    api.send(create("alice", &json!({"id": 3, "name": "Cactus"})))
-        .await
-        .assert_error(409, "id 3");
+    api.send(create("alice", &json!({"id": 3, "name": "Cactus"}))).await.assert_error(409, "id 3");
 
     pages_to_the_end(&api).await;
     rejections(&api).await;
 
     // Another owner sees nothing of alice's.
-    let bob = api
-        .send(ApiGatewayEvent::list_plants(&bearer("bob"), ""))
-        .await;
+    let bob = api.send(ApiGatewayEvent::list_plants(&bearer("bob"), "")).await;
     assert_json_200(&bob, json!([]));
 
     // The table holds alice's three plants as first written, and nothing else.
@@ -107,27 +103,15 @@ async fn pages_to_the_end(api: &SamApi<'_>) {
 /// Every kind of rejection, each with its status, headers and Error body.
 async fn rejections(api: &SamApi<'_>) {
     let alice = bearer("alice");
-    api.send(create("alice", &json!({"id": 4})))
-        .await
-        .assert_error(400, "name");
-    api.send(ApiGatewayEvent::list_plants(&alice, "limit=0"))
-        .await
-        .assert_error(400, "limit");
+    api.send(create("alice", &json!({"id": 4}))).await.assert_error(400, "name");
+    api.send(ApiGatewayEvent::list_plants(&alice, "limit=0")).await.assert_error(400, "limit");
 
     let missing = api.send(ApiGatewayEvent::new("GET", "/plants")).await;
     missing.assert_error(401, "token");
     assert_eq!(missing.header("www-authenticate"), Some(CHALLENGE));
     // A valid signature from another issuer.
-    let forged = keys()
-        .es256()
-        .token("https://someone.else", None, "alice", 3600)
-        .unwrap();
-    let invalid = api
-        .send(ApiGatewayEvent::list_plants(
-            &format!("Bearer {forged}"),
-            "",
-        ))
-        .await;
+    let forged = keys().es256().token("https://someone.else", None, "alice", 3600).unwrap();
+    let invalid = api.send(ApiGatewayEvent::list_plants(&format!("Bearer {forged}"), "")).await;
     invalid.assert_error(401, "token");
     assert_eq!(invalid.header("www-authenticate"), Some(INVALID_TOKEN));
 
@@ -139,9 +123,7 @@ async fn rejections(api: &SamApi<'_>) {
     assert_eq!(not_allowed.header("allow"), Some("GET, POST"));
 
     let large = json!({"id": 5, "name": "x".repeat(17 * 1024)});
-    api.send(create("alice", &large))
-        .await
-        .assert_error(413, "16384 bytes");
+    api.send(create("alice", &large)).await.assert_error(413, "16384 bytes");
     let text = ApiGatewayEvent::new("POST", "/plants")
         .header("authorization", &alice)
         .header("content-type", "text/plain")
@@ -159,10 +141,7 @@ fn cors_preflight(origin: &str) -> ApiGatewayEvent {
     ApiGatewayEvent::new("OPTIONS", "/plants")
         .header("origin", origin)
         .header("access-control-request-method", "POST")
-        .header(
-            "access-control-request-headers",
-            "authorization,content-type",
-        )
+        .header("access-control-request-headers", "authorization,content-type")
 }
 
 #[tokio::test]
@@ -183,10 +162,7 @@ async fn cors_admits_the_configured_origins_only() {
     let header = |name: &str| headers.get(name).and_then(|value| value.to_str().ok());
     assert_eq!(header("access-control-allow-origin"), Some(origin));
     let methods = header("access-control-allow-methods").unwrap_or_default();
-    assert!(
-        methods.contains("POST") && methods.contains("GET"),
-        "{methods}"
-    );
+    assert!(methods.contains("POST") && methods.contains("GET"), "{methods}");
     let allowed = header("access-control-allow-headers").unwrap_or_default();
     assert!(allowed.contains("authorization"), "{allowed}");
     assert_eq!(header("access-control-allow-credentials"), None);
@@ -196,17 +172,9 @@ async fn cors_admits_the_configured_origins_only() {
     let response = api.send(listed).await;
     assert_json_200(&response, json!([]));
     assert_eq!(response.header("access-control-allow-origin"), Some(origin));
-    let (_, other, _) = api
-        .send_raw(cors_preflight("https://evil.example"))
-        .await
-        .unwrap();
+    let (_, other, _) = api.send_raw(cors_preflight("https://evil.example")).await.unwrap();
     assert_eq!(other.get("access-control-allow-origin"), None);
     let unlisted =
         ApiGatewayEvent::list_plants(&bearer("alice"), "").header("origin", "https://evil.example");
-    assert_eq!(
-        api.send(unlisted)
-            .await
-            .header("access-control-allow-origin"),
-        None
-    );
+    assert_eq!(api.send(unlisted).await.header("access-control-allow-origin"), None);
 }

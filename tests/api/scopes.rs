@@ -17,25 +17,15 @@ const WRITE: &str = "plants/write";
 
 async fn app_requiring_scopes() -> TestApp {
     let rules = TokenRules {
-        scopes: Some(ScopeRules {
-            read: READ.into(),
-            write: WRITE.into(),
-        }),
+        scopes: Some(ScopeRules { read: READ.into(), write: WRITE.into() }),
         ..token_rules()
     };
-    TestApp::with_verifier(Verifier::new(
-        KeySource::inline(&keys().jwks).unwrap(),
-        &rules,
-    ))
-    .await
+    TestApp::with_verifier(Verifier::new(KeySource::inline(&keys().jwks).unwrap(), &rules)).await
 }
 
 /// `Bearer` and a token for alice with `claim` set to `value`.
 fn bearer_with(claim: &str, value: Value) -> String {
-    let token = keys()
-        .eddsa()
-        .sign(&with(claims("alice"), claim, value))
-        .unwrap();
+    let token = keys().eddsa().sign(&with(claims("alice"), claim, value)).unwrap();
     format!("Bearer {token}")
 }
 
@@ -82,11 +72,7 @@ async fn a_read_only_token_lists_and_cannot_create() {
         .header("content-type", "text/plain")
         .body(&"x".repeat(17 * 1024));
     assert_insufficient_scope(&app.send(text).await, WRITE);
-    assert_eq!(
-        app.dynamodb_calls(),
-        calls,
-        "no store call for a refused POST"
-    );
+    assert_eq!(app.dynamodb_calls(), calls, "no store call for a refused POST");
     assert_eq!(app.stored_items().await, Vec::<Value>::new());
 }
 
@@ -95,15 +81,9 @@ async fn a_write_token_creates_and_does_not_imply_read() {
     let app = app_requiring_scopes().await;
     let writer = bearer_with("scp", json!([WRITE]));
     let created = app.post(&writer, PLANT).await;
-    assert_eq!(
-        (created.status, &created.body),
-        (200, &json!({"name": "Fern"}))
-    );
+    assert_eq!((created.status, &created.body), (200, &json!({"name": "Fern"})));
     assert_insufficient_scope(&app.get(&writer, "").await, READ);
-    assert_eq!(
-        app.stored_items().await,
-        vec![json!({"owner": "alice", "id": 1, "name": "Fern"})]
-    );
+    assert_eq!(app.stored_items().await, vec![json!({"owner": "alice", "id": 1, "name": "Fern"})]);
 }
 
 #[tokio::test]
@@ -112,11 +92,7 @@ async fn both_claims_in_every_form_grant_their_scopes() {
     let both = format!("{READ} {WRITE}");
     assert_each_may_read_and_write(
         &app,
-        [
-            ("scope", json!(both)),
-            ("scp", json!(both)),
-            ("scp", json!([READ, WRITE])),
-        ],
+        [("scope", json!(both)), ("scp", json!(both)), ("scp", json!([READ, WRITE]))],
     )
     .await;
 }
@@ -161,10 +137,7 @@ impl serde::Serialize for RepeatedScope {
 #[tokio::test]
 async fn a_repeated_scope_claim_counts_by_its_last_value() {
     let sign = |scopes: Vec<&'static str>| {
-        format!(
-            "Bearer {}",
-            keys().eddsa().sign(&RepeatedScope(scopes)).unwrap()
-        )
+        format!("Bearer {}", keys().eddsa().sign(&RepeatedScope(scopes)).unwrap())
     };
     let app = app_requiring_scopes().await;
     assert_eq!(app.get(&sign(vec![WRITE, READ]), "").await.status, 200);
@@ -192,16 +165,8 @@ async fn with_scopes_off_the_claims_change_nothing() {
 #[tokio::test]
 async fn a_token_without_a_subject_is_invalid_before_its_scopes_are_read() {
     let app = app_requiring_scopes().await;
-    for sub in [
-        String::new(),
-        " ".to_owned(),
-        "al\0ice".to_owned(),
-        "x".repeat(513),
-    ] {
-        let token = keys()
-            .eddsa()
-            .sign(&with(claims(&sub), "scope", json!("")))
-            .unwrap();
+    for sub in [String::new(), " ".to_owned(), "al\0ice".to_owned(), "x".repeat(513)] {
+        let token = keys().eddsa().sign(&with(claims(&sub), "scope", json!(""))).unwrap();
         let response = app.get(&format!("Bearer {token}"), "").await;
         response.assert_error(401, "token");
         assert_eq!(response.header("www-authenticate"), Some(INVALID_TOKEN));

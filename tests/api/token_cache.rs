@@ -33,20 +33,10 @@ async fn a_token_whose_key_was_rotated_out_is_refused_after_the_refetch_that_dro
     let server = KeyServer::start(SigningKey::jwks_json(&[old])).await;
     let url = server.jwks_url.clone();
     let https = Https::new(&TrustConfig::default()).unwrap();
-    let source = KeySource::from_config(
-        &KeyConfig::Url {
-            url,
-            refresh: REFRESH,
-        },
-        &https,
-    );
+    let source = KeySource::from_config(&KeyConfig::Url { url, refresh: REFRESH }, &https);
     let app = TestApp::with_verifier(Verifier::new(source.unwrap(), &token_rules())).await;
     let old_token = bearer_signed_by(old);
-    assert_eq!(
-        app.get(&old_token, "").await.status,
-        200,
-        "verified, and remembered"
-    );
+    assert_eq!(app.get(&old_token, "").await.status, 200, "verified, and remembered");
     assert_eq!(app.get(&old_token, "").await.status, 200);
 
     // The issuer rotates: the old key is gone, a new one signs.
@@ -65,10 +55,7 @@ async fn a_token_whose_key_was_rotated_out_is_refused_after_the_refetch_that_dro
 async fn a_remembered_token_is_refused_once_its_expiry_and_leeway_have_passed() {
     let app = TestApp::new().await;
     // Expired 29 s ago: within the 30 s leeway for about a second more.
-    let token = keys()
-        .eddsa()
-        .sign(&with(claims("alice"), "exp", json!(unix_now() - 29)))
-        .unwrap();
+    let token = keys().eddsa().sign(&with(claims("alice"), "exp", json!(unix_now() - 29))).unwrap();
     let bearer = format!("Bearer {token}");
     assert_eq!(app.get(&bearer, "").await.status, 200);
     tokio::time::sleep(Duration::from_millis(2100)).await;
@@ -78,10 +65,7 @@ async fn a_remembered_token_is_refused_once_its_expiry_and_leeway_have_passed() 
 #[tokio::test]
 async fn a_token_remembered_by_one_configuration_is_refused_by_another() {
     let inline = || KeySource::inline(&keys().jwks).unwrap();
-    let other_audience = TokenRules {
-        audience: Some("another-api".into()),
-        ..token_rules()
-    };
+    let other_audience = TokenRules { audience: Some("another-api".into()), ..token_rules() };
     let ours = TestApp::with_verifier(Verifier::new(inline(), &token_rules())).await;
     let theirs = TestApp::with_verifier(Verifier::new(inline(), &other_audience)).await;
     let token = bearer_signed_by(keys().eddsa());

@@ -18,12 +18,7 @@ pub fn check_no_jitter_entropy(profile_dir: &Path) -> Result {
         .into_iter()
         .flatten()
         .flatten()
-        .filter(|entry| {
-            entry
-                .file_name()
-                .to_string_lossy()
-                .starts_with("aws-lc-sys-")
-        })
+        .filter(|entry| entry.file_name().to_string_lossy().starts_with("aws-lc-sys-"))
         .map(|entry| entry.path().join("output"))
         .filter_map(|output| Some((output.metadata().ok()?.modified().ok()?, output)))
         .max();
@@ -60,10 +55,7 @@ pub struct SamBuild(Started);
 pub fn start_sam_build() -> Result<SamBuild> {
     ensure_python_tools()?;
     let targets = output(Command::new("rustup").args(["target", "list", "--installed"]))?;
-    if !targets
-        .lines()
-        .any(|target| target == "aarch64-unknown-linux-gnu")
-    {
+    if !targets.lines().any(|target| target == "aarch64-unknown-linux-gnu") {
         log!("adding the Rust target aarch64-unknown-linux-gnu");
         run(Command::new("rustup").args(["target", "add", "aarch64-unknown-linux-gnu"]))?;
     }

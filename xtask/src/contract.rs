@@ -55,10 +55,7 @@ impl Target {
 fn commit_seed() -> u64 {
     let commit = output(Command::new("git").args(["rev-parse", "--short=8", "HEAD"]));
     let day = || std::time::UNIX_EPOCH.elapsed().unwrap().as_secs() / 86_400;
-    commit
-        .ok()
-        .and_then(|commit| u64::from_str_radix(&commit, 16).ok())
-        .unwrap_or_else(day)
+    commit.ok().and_then(|commit| u64::from_str_radix(&commit, 16).ok()).unwrap_or_else(day)
 }
 
 /// Runs the contract tests against `target` with at most `max_examples`
@@ -145,10 +142,7 @@ impl Schemathesis {
     /// The command that repeats this run.
     fn reproduce(&self) -> String {
         let (target, seed) = (self.target.name(), self.seed);
-        format!(
-            "scripts/contract-test {target} --seed {seed} --max-examples {}",
-            self.max_examples
-        )
+        format!("scripts/contract-test {target} --seed {seed} --max-examples {}", self.max_examples)
     }
 
     /// Runs `command`, its output in `log`; a failure says how to repeat it.
@@ -168,9 +162,7 @@ impl Schemathesis {
         command.args(["--max-examples", &examples.to_string()]);
         command.args(["--generation-database", "none", "--no-color"]);
         command.args(["--workers", "1", "--request-timeout", "15"]);
-        command
-            .env("SCHEMATHESIS_HOOKS", hooks)
-            .env("PYTHONPATH", root().join("tests/contract"));
+        command.env("SCHEMATHESIS_HOOKS", hooks).env("PYTHONPATH", root().join("tests/contract"));
         if self.target == Target::SamLocal {
             // Each request through sam local takes about a second (SAM's
             // server, the emulator, qemu): the coverage phase's fixed set of
@@ -206,18 +198,11 @@ fn generated_requests(logs: &[&Path]) -> Result<usize> {
 /// At least one well-formed EMF line per generated request, in the
 /// PlantStore namespace, with numeric metrics and known routes.
 fn check_metric_lines(function_output: &str, generated: usize) -> Result {
-    let records = function_output
-        .lines()
-        .filter_map(|line| serde_json::from_str::<Value>(line).ok());
-    let lines: Vec<Value> = records
-        .filter(|record| record.get("_aws").is_some())
-        .collect();
+    let records =
+        function_output.lines().filter_map(|line| serde_json::from_str::<Value>(line).ok());
+    let lines: Vec<Value> = records.filter(|record| record.get("_aws").is_some()).collect();
     if lines.len() < generated {
-        return Err(format!(
-            "{} EMF lines for {generated} generated requests",
-            lines.len()
-        )
-        .into());
+        return Err(format!("{} EMF lines for {generated} generated requests", lines.len()).into());
     }
     let mut routes = std::collections::BTreeSet::new();
     let mut classes = std::collections::BTreeSet::new();
@@ -283,10 +268,7 @@ mod tests {
         std::fs::write(&first, summaries).unwrap();
         std::fs::write(&second, "nothing here").unwrap();
         assert_eq!(generated_requests(&[&first, &second]).unwrap(), 42);
-        assert!(
-            generated_requests(&[&second]).is_err(),
-            "no summary is an error"
-        );
+        assert!(generated_requests(&[&second]).is_err(), "no summary is an error");
         std::fs::remove_dir_all(dir).unwrap();
     }
 }

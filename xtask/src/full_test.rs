@@ -81,9 +81,8 @@ pub fn full_test(settings: &Settings) -> Result {
         };
         let beside = beside();
         log!("waiting for the contract tests through sam local");
-        let through_sam_local = through_sam_local
-            .join()
-            .expect("the sam local contract thread panicked");
+        let through_sam_local =
+            through_sam_local.join().expect("the sam local contract thread panicked");
         beside.and(through_sam_local)
     })?;
 
@@ -127,10 +126,7 @@ fn static_checks() -> Result {
 fn cargo_test(stack: &Stack, cargo_test_log: &Path) -> Result {
     log!("cargo test");
     let mut cargo = stack.env.command("cargo");
-    run_logged(
-        cargo.args(["test", "--workspace", "--locked"]),
-        cargo_test_log,
-    )
+    run_logged(cargo.args(["test", "--workspace", "--locked"]), cargo_test_log)
 }
 
 /// By name, what `cargo test` ignored, each with what it needs: moto, the
@@ -192,10 +188,7 @@ fn summary(cargo_test_log: &str) -> Result<String> {
         }
     }
     let by_name: Vec<&str> = [MOTO_TESTS, ARTIFACT_TESTS, SAM_LOCAL_TESTS].concat();
-    if let Some(left_out) = ignored
-        .iter()
-        .find(|name| !by_name.contains(&name.as_str()))
-    {
+    if let Some(left_out) = ignored.iter().find(|name| !by_name.contains(&name.as_str())) {
         return Err(format!("{left_out} is ignored by cargo test and run by no step here").into());
     }
     Ok(format!(
@@ -241,9 +234,7 @@ fn run_required_tests(cargo: &mut Command, tests: &[&str], log_name: &str) -> Re
     let api_tests = "test --locked --package plant-store --test api -- --exact";
     cargo.args(api_tests.split(' '));
     // Named tests run even where plain `cargo test` ignores them.
-    cargo
-        .args(["--include-ignored", "--test-threads", "1"])
-        .args(tests);
+    cargo.args(["--include-ignored", "--test-threads", "1"]).args(tests);
     run_logged(cargo, &log_file)?;
     let wanted = format!("test result: ok. {} passed", tests.len());
     if !std::fs::read_to_string(&log_file)?.contains(&wanted) {
@@ -271,9 +262,7 @@ mod tests {
                 MOTO_TESTS.len() + ARTIFACT_TESTS.len() + SAM_LOCAL_TESTS.len()
             )
         );
-        let left_out = summary("test quota::slow ... ignored\n")
-            .unwrap_err()
-            .to_string();
+        let left_out = summary("test quota::slow ... ignored\n").unwrap_err().to_string();
         assert!(left_out.contains("quota::slow"));
     }
 }

@@ -19,16 +19,8 @@ use plant_store_local_support::process::{GRACE, Started, start};
 use plant_store_local_support::tools::ensure_cargo_tool;
 use plant_store_local_support::{Result, log, tools_dir};
 
-const TARGETS: [&str; 8] = [
-    "event",
-    "body",
-    "authorization",
-    "limit",
-    "cursor",
-    "scopes",
-    "subject",
-    "key_set",
-];
+const TARGETS: [&str; 8] =
+    ["event", "body", "authorization", "limit", "cursor", "scopes", "subject", "key_set"];
 
 /// cargo-fuzz, installed into .tools/cargo on first use, its build at
 /// `priority` like the fuzzing's own.
@@ -109,12 +101,7 @@ pub fn start_build(build: Build, priority: Priority) -> Result<FuzzBuild> {
     log!("building the fuzz targets");
     let log = tools_dir().join("fuzz-build.log");
     let mut command = cargo_fuzz(priority);
-    let process = start(
-        "the fuzz build",
-        command.arg("build").args(&flags),
-        GRACE,
-        Some(&log),
-    )?;
+    let process = start("the fuzz build", command.arg("build").args(&flags), GRACE, Some(&log))?;
     Ok(FuzzBuild { process, flags })
 }
 
@@ -156,15 +143,8 @@ fn fuzz_target(target: &str, seconds: u64, flags: &[&str], priority: Priority) -
     let mut command = cargo_fuzz(priority);
     command.arg("run").args(flags);
     command.args([target, &corpus, &format!("fuzz/seeds/{target}"), "--"]);
-    command
-        .arg(format!("-max_total_time={seconds}"))
-        .arg("-print_final_stats=1");
-    let fuzzing = start(
-        &format!("fuzz target {target}"),
-        &mut command,
-        GRACE,
-        Some(&log),
-    )?;
+    command.arg(format!("-max_total_time={seconds}")).arg("-print_final_stats=1");
+    let fuzzing = start(&format!("fuzz target {target}"), &mut command, GRACE, Some(&log))?;
     if let Err(error) = fuzzing.finish() {
         return Err(format!("{error}\nthe input is in fuzz/artifacts/{target}").into());
     }
@@ -173,7 +153,5 @@ fn fuzz_target(target: &str, seconds: u64, flags: &[&str], priority: Priority) -
         .lines()
         .find_map(|line| line.strip_prefix("stat::number_of_executed_units:"))
         .map_or("?".to_owned(), |runs| runs.trim().to_owned());
-    Ok(format!(
-        "fuzz {target}: {runs} executions in {seconds}s, 0 crashes"
-    ))
+    Ok(format!("fuzz {target}: {runs} executions in {seconds}s, 0 crashes"))
 }

@@ -25,10 +25,8 @@ pub const PAGE: &str = "target/api-reference/plant-store-api.html";
 /// from their CDN: the page's one request beyond its file. The badge keeps
 /// its text and link; its image becomes an empty inline one, so that the
 /// page works offline.
-const BADGE_LOGOS: [&str; 2] = [
-    "https://cdn.redoc.ly/redoc/logo-mini-full.svg",
-    "https://cdn.redoc.ly/redoc/logo-mini.svg",
-];
+const BADGE_LOGOS: [&str; 2] =
+    ["https://cdn.redoc.ly/redoc/logo-mini-full.svg", "https://cdn.redoc.ly/redoc/logo-mini.svg"];
 const EMPTY_IMAGE: &str =
     "data:image/svg+xml,%3Csvg xmlns='http://www.w3.org/2000/svg' width='64' height='16'/%3E";
 
@@ -36,13 +34,8 @@ const EMPTY_IMAGE: &str =
 /// Redoc's script inlined.
 fn build_page(spec: &Path, page: &Path) -> Result {
     let mut redocly = Command::new(npm_tool("redocly")?);
-    redocly
-        .args(["build-docs", "--inlineBundle", "--output"])
-        .arg(page)
-        .arg(spec);
-    redocly
-        .env("REDOCLY_TELEMETRY", "off")
-        .env("REDOCLY_SUPPRESS_UPDATE_NOTICE", "true");
+    redocly.args(["build-docs", "--inlineBundle", "--output"]).arg(page).arg(spec);
+    redocly.env("REDOCLY_TELEMETRY", "off").env("REDOCLY_SUPPRESS_UPDATE_NOTICE", "true");
     output(&mut redocly)?;
     let html = std::fs::read_to_string(page)?;
     let offline = (BADGE_LOGOS.iter()).fold(html, |html, logo| html.replace(logo, EMPTY_IMAGE));
@@ -53,10 +46,7 @@ fn build_page(spec: &Path, page: &Path) -> Result {
 /// The page in headless Chromium (`tests/contract/reference_page.mjs`).
 fn check_page(page: &Path) -> Result {
     let script = beside_npm_tools("reference_page.mjs")?;
-    run(Command::new("node")
-        .arg(script)
-        .arg(page)
-        .arg(ensure_chromium()?))
+    run(Command::new("node").arg(script).arg(page).arg(ensure_chromium()?))
 }
 
 /// `cargo xtask api-docs`, and the full run: the page of openapi.yaml,
@@ -70,20 +60,11 @@ pub fn reference_page() -> Result<PathBuf> {
     check_page(&page)?;
     let dir = temp_dir("reference")?;
     let spec = std::fs::read_to_string("openapi.yaml")?;
-    let (without_post, incomplete) = (
-        dir.path().join("openapi.yaml"),
-        dir.path().join("page.html"),
-    );
-    let post = spec
-        .find("    post:\n")
-        .ok_or("openapi.yaml has no POST operation")?;
-    let components = spec
-        .find("\ncomponents:")
-        .ok_or("openapi.yaml has no components")?;
-    std::fs::write(
-        &without_post,
-        format!("{}{}", &spec[..post], &spec[components + 1..]),
-    )?;
+    let (without_post, incomplete) =
+        (dir.path().join("openapi.yaml"), dir.path().join("page.html"));
+    let post = spec.find("    post:\n").ok_or("openapi.yaml has no POST operation")?;
+    let components = spec.find("\ncomponents:").ok_or("openapi.yaml has no components")?;
+    std::fs::write(&without_post, format!("{}{}", &spec[..post], &spec[components + 1..]))?;
     build_page(&without_post, &incomplete)?;
     if check_page(&incomplete).is_ok() {
         return Err("the page check passed a page without POST /plants".into());
@@ -114,16 +95,9 @@ fn gate(released: &Value, current: &Path) -> Result {
         // Optic prints each broken rule as `x [rule] why`, among the diff.
         let printed =
             String::from_utf8_lossy(&optic.stdout) + String::from_utf8_lossy(&optic.stderr);
-        let broken: Vec<&str> = printed
-            .lines()
-            .map(str::trim)
-            .filter(|line| line.starts_with("x ["))
-            .collect();
-        let why = if broken.is_empty() {
-            printed.trim().to_owned()
-        } else {
-            broken.join("\n  ")
-        };
+        let broken: Vec<&str> =
+            printed.lines().map(str::trim).filter(|line| line.starts_with("x [")).collect();
+        let why = if broken.is_empty() { printed.trim().to_owned() } else { broken.join("\n  ") };
         return Err(format!("Optic, against {RELEASED}:\n  {why}").into());
     }
     let problems = beyond_optic(released, &dereferenced(current)?);
@@ -139,15 +113,8 @@ fn dereferenced(spec: &Path) -> Result<Value> {
     let dir = temp_dir("bundle")?;
     let bundle = dir.path().join("openapi.json");
     let mut redocly = Command::new(npm_tool("redocly")?);
-    redocly
-        .args(["bundle", "--dereferenced", "--ext", "json", "--output"])
-        .arg(&bundle)
-        .arg(spec);
-    output(
-        redocly
-            .env("REDOCLY_TELEMETRY", "off")
-            .env("REDOCLY_SUPPRESS_UPDATE_NOTICE", "true"),
-    )?;
+    redocly.args(["bundle", "--dereferenced", "--ext", "json", "--output"]).arg(&bundle).arg(spec);
+    output(redocly.env("REDOCLY_TELEMETRY", "off").env("REDOCLY_SUPPRESS_UPDATE_NOTICE", "true"))?;
     Ok(serde_json::from_slice(&std::fs::read(bundle)?)?)
 }
 
@@ -160,22 +127,15 @@ fn beyond_optic(released: &Value, current: &Value) -> Vec<String> {
         .into_iter()
         .filter_map(|(place, old)| Some((place.clone(), narrowed(old, now.get(&place)?))))
         .flat_map(|(place, changes)| {
-            changes
-                .into_iter()
-                .map(move |change| format!("{place}: {change}"))
+            changes.into_iter().map(move |change| format!("{place}: {change}"))
         })
         .collect();
     let major = |spec: &Value| {
-        spec["info"]["version"]
-            .as_str()
-            .and_then(|v| v.split('.').next())
-            .map(str::to_owned)
+        spec["info"]["version"].as_str().and_then(|v| v.split('.').next()).map(str::to_owned)
     };
     if major(current) != major(released) {
-        problems.push(format!(
-            "info.version {} is another major version",
-            current["info"]["version"]
-        ));
+        problems
+            .push(format!("info.version {} is another major version", current["info"]["version"]));
     }
     problems
 }
@@ -191,16 +151,9 @@ fn request_bounds(spec: &Value) -> BTreeMap<String, &Value> {
                 let name = format!("{place} {} {}", parameter["in"], parameter["name"]);
                 found.insert(name.replace('"', ""), &parameter["schema"]);
             }
-            let media = operation["requestBody"]["content"]
-                .as_object()
-                .into_iter()
-                .flatten();
+            let media = operation["requestBody"]["content"].as_object().into_iter().flatten();
             for (_, media) in media {
-                body_properties(
-                    &media["schema"],
-                    &format!("{place} body property"),
-                    &mut found,
-                );
+                body_properties(&media["schema"], &format!("{place} body property"), &mut found);
             }
         }
     }
@@ -223,13 +176,11 @@ fn narrowed(old: &Value, new: &Value) -> Vec<String> {
     let lower = ["minimum", "exclusiveMinimum", "minLength", "minItems"].map(|key| (key, 1.0));
     let upper = ["maximum", "exclusiveMaximum", "maxLength", "maxItems"].map(|key| (key, -1.0));
     let mut changes: Vec<String> = (lower.into_iter().chain(upper))
-        .filter(
-            |&(key, raise)| match (old[key].as_f64(), new[key].as_f64()) {
-                (_, None) => false,
-                (None, Some(_)) => true,
-                (Some(old), Some(new)) => (new - old) * raise > 0.0,
-            },
-        )
+        .filter(|&(key, raise)| match (old[key].as_f64(), new[key].as_f64()) {
+            (_, None) => false,
+            (None, Some(_)) => true,
+            (Some(old), Some(new)) => (new - old) * raise > 0.0,
+        })
         .map(|(key, _)| match &old[key] {
             Value::Null => format!("{key} none -> {}", new[key]),
             bound => format!("{key} {bound} -> {}", new[key]),
@@ -274,11 +225,7 @@ const BREAKING: [(&str, &str, &str); 6] = [
         "      parameters:\n        - name: limit",
         "      parameters:\n        - name: X-Client-Version\n          in: header\n          required: true\n          schema:\n            type: string\n        - name: limit",
     ),
-    (
-        "a major version in place of 1.x",
-        "\n  version: 1.0.0\n",
-        "\n  version: 2.0.0\n",
-    ),
+    ("a major version in place of 1.x", "\n  version: 1.0.0\n", "\n  version: 2.0.0\n"),
 ];
 /// An additive edit: a new optional response field.
 const ADDITIVE: (&str, &str, &str) = (
@@ -315,10 +262,7 @@ pub fn breaking_change_gate() -> Result {
                 })
             })
             .collect();
-        judged
-            .into_iter()
-            .map(|verdict| verdict.join().expect("a gate thread panicked"))
-            .collect()
+        judged.into_iter().map(|verdict| verdict.join().expect("a gate thread panicked")).collect()
     });
     for ((index, (change, _, _)), verdict) in edits.into_iter().zip(verdicts) {
         match (verdict, index < BREAKING.len()) {
@@ -376,9 +320,6 @@ mod tests {
                 "the enum lost values"
             ]
         );
-        assert_eq!(
-            narrowed(&json!({}), &json!({"enum": [1]})),
-            ["an enum added"]
-        );
+        assert_eq!(narrowed(&json!({}), &json!({"enum": [1]})), ["an enum added"]);
     }
 }

@@ -61,13 +61,7 @@ pub fn sam_local(api_port: u16, dynamodb_port: u16) -> Result {
         "starting sam local start-api on 127.0.0.1:{api_port} (the first answer takes a few seconds)"
     );
     let api: Started = sam.start_api(&stack.env, api_port, &[], None)?;
-    print_welcome(
-        &stack,
-        &issuer,
-        api_port,
-        " under sam local",
-        &sam.dynamodb_url,
-    );
+    print_welcome(&stack, &issuer, api_port, " under sam local", &sam.dynamodb_url);
     api.wait()
 }
 

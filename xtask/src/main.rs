@@ -30,9 +30,8 @@ fn main() -> ExitCode {
     let flags = flags::Xtask::from_env_or_exit();
     stop_on_signals();
     let scope = Scope::new();
-    let result = std::env::set_current_dir(root())
-        .map_err(Into::into)
-        .and_then(|()| task(flags.subcommand));
+    let result =
+        std::env::set_current_dir(root()).map_err(Into::into).and_then(|()| task(flags.subcommand));
     drop(scope);
     match result {
         Ok(()) => ExitCode::SUCCESS,
@@ -45,14 +44,12 @@ fn main() -> ExitCode {
 
 fn task(task: Task) -> Result {
     match task {
-        Task::Dev(dev) => local_stack::dev(
-            dev.api_port.unwrap_or(9000),
-            dev.dynamodb_port.unwrap_or(8000),
-        ),
-        Task::SamLocal(sam) => local_stack::sam_local(
-            sam.api_port.unwrap_or(3000),
-            sam.dynamodb_port.unwrap_or(8000),
-        ),
+        Task::Dev(dev) => {
+            local_stack::dev(dev.api_port.unwrap_or(9000), dev.dynamodb_port.unwrap_or(8000))
+        }
+        Task::SamLocal(sam) => {
+            local_stack::sam_local(sam.api_port.unwrap_or(3000), sam.dynamodb_port.unwrap_or(8000))
+        }
         Task::Token(token) => local_stack::token(&token.owner),
         Task::Test(test) => full_test::full_test(&full_test::Settings {
             max_examples: test.max_examples.unwrap_or(100),
@@ -61,11 +58,7 @@ fn task(task: Task) -> Result {
         }),
         Task::Bench(flags) => bench::bench(&bench::Settings::from_flags(flags)),
         Task::Fuzz(flags) => {
-            let build = flags
-                .build
-                .as_deref()
-                .unwrap_or("release")
-                .parse::<fuzz::Build>()?;
+            let build = flags.build.as_deref().unwrap_or("release").parse::<fuzz::Build>()?;
             fuzz::fuzz(flags.seconds.unwrap_or(30), build)
         }
         Task::ContractTest(flags) => contract::contract_test(

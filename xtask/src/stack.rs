@@ -25,10 +25,7 @@ impl Stack {
     /// data in `data_dir`); it stops with the task.
     pub fn start(port: u16, data_dir: Option<&Path>) -> Result<Self> {
         let (url, _stopped_with_the_task) = dynamodb_local::start(port, data_dir)?;
-        Ok(Self {
-            env: Env::dynamodb(&url),
-            dynamodb_port: port,
-        })
+        Ok(Self { env: Env::dynamodb(&url), dynamodb_port: port })
     }
 
     /// Creates `table` (kept if it exists) and configures the function for
@@ -81,10 +78,7 @@ impl Stack {
         // What cargo lambda watch prints that the function must be given.
         let mut function = self.env.command(binary);
         function
-            .env(
-                "AWS_LAMBDA_RUNTIME_API",
-                format!("http://127.0.0.1:{port}/.rt"),
-            )
+            .env("AWS_LAMBDA_RUNTIME_API", format!("http://127.0.0.1:{port}/.rt"))
             .env("AWS_LAMBDA_FUNCTION_NAME", "_")
             .env("AWS_LAMBDA_FUNCTION_VERSION", "1")
             .env("AWS_LAMBDA_FUNCTION_MEMORY_SIZE", "4096")

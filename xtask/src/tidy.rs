@@ -38,15 +38,7 @@ fn files(dir: &str, suffix: &str) -> Vec<PathBuf> {
 
 /// The names of the `pub` items a Rust file defines.
 fn public_items(text: &str) -> Vec<String> {
-    const KINDS: [&str; 7] = [
-        "fn ",
-        "async fn ",
-        "struct ",
-        "enum ",
-        "const ",
-        "mod ",
-        "trait ",
-    ];
+    const KINDS: [&str; 7] = ["fn ", "async fn ", "struct ", "enum ", "const ", "mod ", "trait "];
     text.lines()
         .filter_map(|line| line.trim_start().strip_prefix("pub "))
         .filter_map(|rest| KINDS.iter().find_map(|kind| rest.strip_prefix(kind)))
@@ -83,9 +75,8 @@ fn every_public_item_of_the_libraries_around_the_function_is_used_elsewhere() {
             continue;
         }
         for item in public_items(text) {
-            let elsewhere = sources
-                .iter()
-                .any(|(other, other_text)| other != path && names(other_text, &item));
+            let elsewhere =
+                sources.iter().any(|(other, other_text)| other != path && names(other_text, &item));
             // A type that another public item's signature names is public
             // because that item is.
             let in_a_signature = text.lines().any(|line| {
@@ -155,21 +146,11 @@ fn the_docs_state_no_count_that_the_code_can_change() {
             }
         }
     }
-    assert!(
-        found.is_empty(),
-        "counts that go stale:\n{}",
-        found.join("\n")
-    );
+    assert!(found.is_empty(), "counts that go stale:\n{}", found.join("\n"));
 }
 
 /// What only Linux has: a Mac cannot build (or run) code that uses these.
-const LINUX_ONLY: [&str; 5] = [
-    "libc::prctl",
-    "libc::PR_",
-    "std::os::linux",
-    "\"/proc",
-    "\"/sys/",
-];
+const LINUX_ONLY: [&str; 5] = ["libc::prctl", "libc::PR_", "std::os::linux", "\"/proc", "\"/sys/"];
 
 /// Whether line `at` is inside an item, block or statement gated by
 /// `cfg(target_os = "linux")`: an attribute on it, or on something that
@@ -180,11 +161,7 @@ fn gated(lines: &[&str], at: usize) -> bool {
     // Whether the lines met now sit right above the construct that holds
     // the line, where its attributes are.
     let mut attached = true;
-    for line in lines[..at]
-        .iter()
-        .rev()
-        .filter(|line| !line.trim().is_empty())
-    {
+    for line in lines[..at].iter().rev().filter(|line| !line.trim().is_empty()) {
         let (indent, code) = (indentation(line), line.trim_start());
         if indent < innermost {
             innermost = indent;
@@ -224,10 +201,7 @@ fn linux_only_apis_are_used_only_under_a_linux_gate() {
         "local-support",
     ] {
         // This file names the APIs it looks for.
-        for path in files(dir, ".rs")
-            .into_iter()
-            .filter(|path| !path.ends_with("tidy.rs"))
-        {
+        for path in files(dir, ".rs").into_iter().filter(|path| !path.ends_with("tidy.rs")) {
             let text = std::fs::read_to_string(&path).unwrap();
             for line in ungated_linux_calls(&text) {
                 let file = path.strip_prefix(root()).unwrap_or(&path).display();
@@ -251,14 +225,8 @@ fn the_checks_find_what_they_look_for() {
     let gated_block = "fn start() {\n    #[cfg(target_os = \"linux\")]\n    unsafe {\n        libc::prctl(1);\n    }\n    libc::prctl(2);\n}\n";
     assert_eq!(ungated_linux_calls(gated_block), [5]);
     assert_eq!(counts("the 32 mutations"), Some("32 mutations".into()));
-    assert_eq!(
-        counts("names four fuzz targets;"),
-        Some("four fuzz targets".into())
-    );
-    assert_eq!(
-        counts("65 hostile requests in one table"),
-        Some("65 hostile requests".into())
-    );
+    assert_eq!(counts("names four fuzz targets;"), Some("four fuzz targets".into()));
+    assert_eq!(counts("65 hostile requests in one table"), Some("65 hostile requests".into()));
     assert_eq!(counts("a 10 KB header and 2 owners"), None);
     assert!(dated("init 5.18 ms at 72c09aa, medians") && !dated("at once"));
     let items = public_items("pub fn start(\npub(crate) fn x\n    pub async fn stop()");

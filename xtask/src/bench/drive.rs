@@ -205,14 +205,10 @@ const IN_FLIGHT: usize = 16;
 /// plants and count are exact (the listing, and `plant-store-admin recount`
 /// finding nothing to set).
 pub async fn burst(setup: &Setup, settings: &Settings) -> Result {
-    let function = setup
-        .functions
-        .iter()
-        .find(|function| function.name == "function");
+    let function = setup.functions.iter().find(|function| function.name == "function");
     let function = function.ok_or("no function to burst")?;
     let mut env = function.env.clone();
-    env.remove("MAX_PLANTS_PER_OWNER")
-        .set("AWS_LAMBDA_MAX_CONCURRENCY", &IN_FLIGHT.to_string());
+    env.remove("MAX_PLANTS_PER_OWNER").set("AWS_LAMBDA_MAX_CONCURRENCY", &IN_FLIGHT.to_string());
     let mut shapes = serde_json::Map::new();
     let mut report = Vec::new();
     for owners in [1, IN_FLIGHT] {
@@ -238,12 +234,8 @@ async fn burst_shape(
     creates: usize,
 ) -> Result<Value> {
     let run = std::process::id();
-    let names: Vec<String> = (0..owners)
-        .map(|n| format!("burst-{run}-{owners}-{n}"))
-        .collect();
-    let tokens: Vec<String> = (names.iter())
-        .map(|name| setup.issuer.token(name, 3600))
-        .collect();
+    let names: Vec<String> = (0..owners).map(|n| format!("burst-{run}-{owners}-{n}")).collect();
+    let tokens: Vec<String> = (names.iter()).map(|name| setup.issuer.token(name, 3600)).collect();
     let process = Arc::new(process);
     let started = Instant::now();
     let mut answers = tokio::task::JoinSet::new();
@@ -270,9 +262,8 @@ async fn burst_shape(
     let elapsed = started.elapsed().as_secs_f64();
     let mut exact = true;
     for (owner, (name, token)) in names.iter().zip(&tokens).enumerate() {
-        let created = (statuses.iter())
-            .filter(|(by, status)| *by == owner && *status == 200)
-            .count();
+        let created =
+            (statuses.iter()).filter(|(by, status)| *by == owner && *status == 200).count();
         exact &= owner_exact(setup, function, &process, (name, token), created).await?;
     }
     Ok(json!({

@@ -81,11 +81,7 @@ impl Settings {
     }
 
     fn bin_dir(&self) -> PathBuf {
-        root().join(if self.smoke {
-            "target/debug"
-        } else {
-            "target/release"
-        })
+        root().join(if self.smoke { "target/debug" } else { "target/release" })
     }
 }
 
@@ -123,9 +119,7 @@ pub struct Setup {
 pub fn bench(settings: &Settings) -> Result {
     let _scope = Scope::new();
     build(settings)?;
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()?;
+    let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
     let setup = Setup::start(settings, &runtime)?;
     let extra = artifact_sizes(settings)?;
     let (rounds, warm) = (settings.rounds, settings.warm);
@@ -201,10 +195,7 @@ async fn key_server(jwks: String) -> (tokio::task::JoinHandle<()>, u16) {
             Reply::Respond(respond(hyper::StatusCode::OK, &[json], jwks))
         }
     });
-    (
-        server,
-        port_of(&format!("http://{address}")).unwrap_or_default(),
-    )
+    (server, port_of(&format!("http://{address}")).unwrap_or_default())
 }
 
 /// The sizes of what `sam build` makes, unless the settings skip it.
@@ -214,10 +205,7 @@ fn artifact_sizes(settings: &Settings) -> Result<serde_json::Map<String, Value>>
         let artifact = sam_build()?;
         let bootstrap = artifact.bootstrap.metadata()?.len();
         sizes.insert("arm64_bootstrap_bytes".into(), bootstrap.into());
-        sizes.insert(
-            "arm64_zip_bytes".into(),
-            artifact.zip.metadata()?.len().into(),
-        );
+        sizes.insert("arm64_zip_bytes".into(), artifact.zip.metadata()?.len().into());
     }
     Ok(sizes)
 }
@@ -281,24 +269,9 @@ fn functions(
         .map(|binary| settings.bin_dir().join(binary));
     let unbounded = compiled_in.with("MAX_PLANTS_PER_OWNER", "0");
     let mut rows = vec![
-        (
-            "cognito",
-            function.clone(),
-            remote_keys(&compiled_in),
-            Row::Rs256,
-        ),
-        (
-            "cognito-bundle",
-            function.clone(),
-            remote_keys(&bundle),
-            Row::Rs256,
-        ),
-        (
-            "function",
-            function.clone(),
-            compiled_in.clone(),
-            Row::Rs256,
-        ),
+        ("cognito", function.clone(), remote_keys(&compiled_in), Row::Rs256),
+        ("cognito-bundle", function.clone(), remote_keys(&bundle), Row::Rs256),
+        ("function", function.clone(), compiled_in.clone(), Row::Rs256),
         ("es256", function.clone(), compiled_in.clone(), Row::Es256),
         ("traced", function.clone(), compiled_in, Row::Rs256Sampled),
         ("unbounded", function, unbounded, Row::Rs256),
@@ -308,12 +281,7 @@ fn functions(
     if let Some(compare) = &settings.compare {
         // The build compared against, in both configurations; it reads
         // SSL_CERT_FILE as the SDK's default client does.
-        rows.push((
-            "before-cognito",
-            compare.clone(),
-            remote_keys(&bundle),
-            Row::Rs256,
-        ));
+        rows.push(("before-cognito", compare.clone(), remote_keys(&bundle), Row::Rs256));
         rows.push(("before-inline", compare.clone(), bundle, Row::Rs256));
     }
     rows
@@ -329,11 +297,7 @@ fn measured(rows: Vec<(&str, PathBuf, Env, Row)>, issuer: &Issuer) -> Result<Vec
     let (rs256, es256) = (token(&issuer.keys[0])?, token(&issuer.keys[1])?);
     let mut measured = Vec::new();
     for (name, binary, env, row) in rows {
-        let token = if matches!(row, Row::Es256) {
-            &es256
-        } else {
-            &rs256
-        };
+        let token = if matches!(row, Row::Es256) { &es256 } else { &rs256 };
         measured.push(Measured {
             name: name.to_owned(),
             binary,

@@ -38,9 +38,7 @@ pub fn missed_targets(results_dir: &Path) -> Result<Vec<String>> {
     let mut missed = Vec::new();
     for report in ["cold_start", "burst"] {
         let text = std::fs::read_to_string(results_dir.join(format!("{report}.txt")))?;
-        let lines = text
-            .lines()
-            .filter(|line| line.trim_end().ends_with("MISSED"));
+        let lines = text.lines().filter(|line| line.trim_end().ends_with("MISSED"));
         missed.extend(lines.map(str::to_owned));
     }
     Ok(missed)
@@ -50,10 +48,7 @@ pub fn missed_targets(results_dir: &Path) -> Result<Vec<String>> {
 pub fn write_results(dir: &Path, name: &str, report: &str, figures: &Value) -> Result {
     println!("{report}");
     std::fs::write(dir.join(format!("{name}.txt")), format!("{report}\n"))?;
-    std::fs::write(
-        dir.join(format!("{name}.json")),
-        serde_json::to_string_pretty(figures)?,
-    )?;
+    std::fs::write(dir.join(format!("{name}.json")), serde_json::to_string_pretty(figures)?)?;
     Ok(())
 }
 
@@ -133,20 +128,15 @@ impl Cold<'_> {
             ("binary size", "binary_bytes", "MB"),
         ];
         let names: String = self.0.keys().map(|name| format!("{name:>15}")).collect();
-        let mut lines = vec![format!(
-            "{:<42}{names}{:>12}{:>12}",
-            "figure", "cog/minimal", "fn/minimal"
-        )];
+        let mut lines =
+            vec![format!("{:<42}{names}{:>12}{:>12}", "figure", "cog/minimal", "fn/minimal")];
         for (label, key, unit) in rows {
             let scale = if unit == "MB" { 1e-6 } else { 1.0 };
-            let cells: String = (self.0.keys())
-                .map(|name| cell(self.figure(name, key) * scale, 15))
-                .collect();
+            let cells: String =
+                (self.0.keys()).map(|name| cell(self.figure(name, key) * scale, 15)).collect();
             let (cognito, function) = (self.ratio("cognito", key), self.ratio("function", key));
             let label = format!("{label} ({unit})");
-            lines.push(format!(
-                "{label:<42}{cells} {cognito:>11.2}x{function:>11.2}x"
-            ));
+            lines.push(format!("{label:<42}{cells} {cognito:>11.2}x{function:>11.2}x"));
         }
         lines
     }
@@ -224,11 +214,7 @@ fn at_most(label: &str, value: f64, limit: f64, unit: &str) -> String {
 
 /// A figure in a column `width` wide, `n/a` where it is not known.
 fn cell(value: f64, width: usize) -> String {
-    if value.is_nan() {
-        format!("{:>width$}", "n/a")
-    } else {
-        format!("{value:>width$.2}")
-    }
+    if value.is_nan() { format!("{:>width$}", "n/a") } else { format!("{value:>width$.2}") }
 }
 
 pub fn median(mut samples: Vec<f64>) -> f64 {
