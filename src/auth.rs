@@ -8,7 +8,9 @@
 //! token is not verified again on every request; nothing is accepted from
 //! the cache that a fresh verification would refuse (docs/contract.md).
 
-use jsonwebtoken::{Validation, errors::ErrorKind, get_current_timestamp};
+use std::sync::Arc;
+
+use jsonwebtoken::{Header, Validation, errors::ErrorKind, get_current_timestamp};
 use lambda_http::http::HeaderMap;
 use lambda_http::http::header::AUTHORIZATION;
 use serde::Deserialize;
@@ -96,9 +98,7 @@ impl Claims {
     /// An OpenID Connect ID token: one of [`ID_TOKEN_CLAIMS`], or Amazon
     /// Cognito's own mark of one (`token_use` "id").
     fn is_id_token(&self) -> bool {
-        ID_TOKEN_CLAIMS
-            .iter()
-            .any(|claim| self.other.contains_key(*claim))
+        ID_TOKEN_CLAIMS.iter().any(|claim| self.other.contains_key(*claim))
             || self.token_use.as_deref() == Some("id")
     }
 }
@@ -136,11 +136,7 @@ impl quick_cache::Weighter<String, Verified> for Weight {
 
 impl TokenCache {
     fn new() -> Self {
-        Self(quick_cache::sync::Cache::with_weighter(
-            1024,
-            VERIFIED_TOKEN_BYTES,
-            Weight,
-        ))
+        Self(quick_cache::sync::Cache::with_weighter(1024, VERIFIED_TOKEN_BYTES, Weight))
     }
 
     /// What `token` was verified as, if that still holds `now` with the key
@@ -191,10 +187,7 @@ impl Verifier {
             }
             validation
         };
-        let validations = ACCEPTED_ALGORITHMS
-            .into_iter()
-            .map(validation_for)
-            .collect();
+        let validations = ACCEPTED_ALGORITHMS.into_iter().map(validation_for).collect();
         Self {
             keys,
             validations,
@@ -249,31 +242,9 @@ impl Verifier {
     }
 
     /// Verifies `token` now, with `keys` (fetched again if they lack its key).
-    async fn verify(
-        &self,
-        token: &str,
-        mut keys: std::sync::Arc<KeySet>,
-    ) -> Result<Verified, AuthError> {
+    async fn verify(&self, token: &str, mut keys: Arc<KeySet>) -> Result<Verified, AuthError> {
         let header = jsonwebtoken::decode_header(token).map_err(|_| AuthError::InvalidToken)?;
-        // RFC 7515, section 4.1.11: a token whose header names extensions
-        // that must be understood is refused unless each is; this verifier
-        // understands none.
-        if header.crit.is_some() {
-            return Err(AuthError::InvalidToken);
-        }
-        if let Some(required) = &self.token_type
-            && !header
-                .typ
-                .as_deref()
-                .is_some_and(|typ| is_type(typ, required))
-        {
-            return Err(AuthError::InvalidToken);
-        }
-        let validation = self
-            .validations
-            .iter()
-            .find(|validation| validation.algorithms == [header.alg])
-            .ok_or(AuthError::InvalidToken)?;
+        let validation = self.validation_for(&header)?;
         let kid = header.kid.as_deref().ok_or(AuthError::InvalidToken)?;
         if keys.get(kid).is_none() {
             keys = self.keys.fetch_for(kid).await?;
@@ -288,19 +259,7 @@ impl Verifier {
                 _ => AuthError::InvalidToken,
             })?
             .claims;
-        if claims.is_id_token() {
-            return Err(AuthError::InvalidToken);
-        }
-        if !self.cognito_client_ids.is_empty() {
-            let is_access_token = claims.token_use.as_deref() == Some("access");
-            let is_our_client = claims
-                .client_id
-                .as_ref()
-                .is_some_and(|id| self.cognito_client_ids.contains(id));
-            if !is_access_token || !is_our_client {
-                return Err(AuthError::InvalidToken);
-            }
-        }
+        self.check_access_token(&claims)?;
         let (grants_read, grants_write) = match &self.scopes {
             Some(scopes) => (claims.grants(&scopes.read), claims.grants(&scopes.write)),
             None => (true, true),
@@ -318,6 +277,33 @@ impl Verifier {
             generation: keys.generation(),
         })
     }
+
+    /// The rules for a token with `header`: no `crit` (RFC 7515, section
+    /// 4.1.11: its extensions must be understood, and none is), the required
+    /// `typ`, and an accepted algorithm.
+    fn validation_for(&self, header: &Header) -> Result<&Validation, AuthError> {
+        let typ = header.typ.as_deref();
+        let typ_ok = |required| typ.is_some_and(|typ| is_type(typ, required));
+        if header.crit.is_some() || self.token_type.as_deref().is_some_and(|t| !typ_ok(t)) {
+            return Err(AuthError::InvalidToken);
+        }
+        let validations = self.validations.iter();
+        let mut matching = validations.filter(|validation| validation.algorithms == [header.alg]);
+        matching.next().ok_or(AuthError::InvalidToken)
+    }
+
+    /// An access token, never an ID token; in Cognito mode, one issued to
+    /// one of the app clients.
+    fn check_access_token(&self, claims: &Claims) -> Result<(), AuthError> {
+        let cognito = !self.cognito_client_ids.is_empty();
+        let is_access_token = claims.token_use.as_deref() == Some("access");
+        let client = claims.client_id.as_ref();
+        let is_our_client = client.is_some_and(|id| self.cognito_client_ids.contains(id));
+        if claims.is_id_token() || (cognito && !(is_access_token && is_our_client)) {
+            return Err(AuthError::InvalidToken);
+        }
+        Ok(())
+    }
 }
 
 /// Whether a JOSE `typ` names the media type `required`: case-insensitive,
@@ -325,9 +311,7 @@ impl Verifier {
 fn is_type(typ: &str, required: &str) -> bool {
     let bare = |name: &str| {
         let lower = name.to_ascii_lowercase();
-        lower
-            .strip_prefix("application/")
-            .map_or(lower.clone(), str::to_owned)
+        lower.strip_prefix("application/").map_or(lower.clone(), str::to_owned)
     };
     bare(typ) == bare(required)
 }
@@ -344,10 +328,7 @@ fn is_type(typ: &str, required: &str) -> bool {
 fn bearer_token(headers: &HeaderMap) -> Result<&str, AuthError> {
     let mut values = headers.get_all(AUTHORIZATION).iter();
     let value = values.next().ok_or(AuthError::MissingToken)?.as_bytes();
-    let space = value
-        .iter()
-        .position(|&byte| byte == b' ')
-        .ok_or(AuthError::MissingToken)?;
+    let space = value.iter().position(|&byte| byte == b' ').ok_or(AuthError::MissingToken)?;
     let (scheme, token) = (&value[..space], &value[space + 1..]);
     // The auth-scheme is case-insensitive (RFC 9110, section 11.1).
     if !scheme.eq_ignore_ascii_case(b"bearer") {
@@ -367,9 +348,7 @@ fn bearer_token(headers: &HeaderMap) -> Result<&str, AuthError> {
 fn is_b64token(token: &str) -> bool {
     let body = token.trim_end_matches('=');
     !body.is_empty()
-        && body
-            .bytes()
-            .all(|byte| byte.is_ascii_alphanumeric() || b"-._~+/".contains(&byte))
+        && body.bytes().all(|byte| byte.is_ascii_alphanumeric() || b"-._~+/".contains(&byte))
 }
 
 #[cfg(test)]
@@ -377,141 +356,58 @@ mod tests {
     use super::*;
     use lambda_http::http::HeaderValue;
 
-    fn headers(values: &[&str]) -> HeaderMap {
-        let mut headers = HeaderMap::new();
-        for value in values {
-            headers.append(AUTHORIZATION, HeaderValue::from_str(value).unwrap());
-        }
-        headers
-    }
-
     #[test]
-    fn bearer_scheme_is_required_and_case_insensitive() {
-        assert_eq!(bearer_token(&headers(&["Bearer abc"])), Ok("abc"));
-        assert_eq!(bearer_token(&headers(&["bearer abc"])), Ok("abc"));
-        assert_eq!(bearer_token(&headers(&[])), Err(AuthError::MissingToken));
-        assert_eq!(
-            bearer_token(&headers(&["Basic abc"])),
-            Err(AuthError::MissingToken)
-        );
-        assert_eq!(
-            bearer_token(&headers(&["Bearer"])),
-            Err(AuthError::MissingToken)
-        );
-        assert_eq!(
-            bearer_token(&headers(&["Bearer  "])),
-            Err(AuthError::MissingToken)
-        );
-        // Several spaces after the scheme are allowed (1*SP).
-        assert_eq!(bearer_token(&headers(&["Bearer   abc"])), Ok("abc"));
-        assert_eq!(bearer_token(&headers(&["Bearer abc\t "])), Ok("abc"));
-        assert_eq!(
-            bearer_token(&headers(&["Basic abc, Bearer def"])),
-            Err(AuthError::MissingToken)
-        );
-    }
-
-    #[test]
-    fn a_bearer_value_that_is_not_one_b64token_is_an_invalid_token() {
-        assert_eq!(
-            bearer_token(&headers(&["Bearer a.b-c_d~e+f/g=="])),
-            Ok("a.b-c_d~e+f/g==")
-        );
-        for value in [
-            "Bearer a,Bearer b",
-            "Bearer abc,def",
-            "Bearer abc def",
-            "Bearer abc\tdef",
-            "Bearer ==",
-            "Bearer a=b",
-            "Bearer abc;",
-        ] {
-            assert_eq!(
-                bearer_token(&headers(&[value])),
-                Err(AuthError::InvalidToken),
-                "{value}"
-            );
-        }
-        // Bytes beyond ASCII after the scheme: a malformed token; in
-        // another scheme: no credentials.
-        let mut non_ascii = HeaderMap::new();
-        non_ascii.insert(
-            AUTHORIZATION,
-            HeaderValue::from_bytes(b"Bearer \xc3\xa9").unwrap(),
-        );
-        assert_eq!(bearer_token(&non_ascii), Err(AuthError::InvalidToken));
-        non_ascii.insert(
-            AUTHORIZATION,
-            HeaderValue::from_bytes(b"Bearer ab\xff").unwrap(),
-        );
-        assert_eq!(bearer_token(&non_ascii), Err(AuthError::InvalidToken));
-        // Unicode's other spaces are no HTTP whitespace: a no-break space
-        // after the token is part of it.
-        non_ascii.insert(
-            AUTHORIZATION,
-            HeaderValue::from_bytes("Bearer abc\u{a0}".as_bytes()).unwrap(),
-        );
-        assert_eq!(bearer_token(&non_ascii), Err(AuthError::InvalidToken));
-        non_ascii.insert(
-            AUTHORIZATION,
-            HeaderValue::from_bytes(b"Basic \xc3\xa9").unwrap(),
-        );
-        assert_eq!(bearer_token(&non_ascii), Err(AuthError::MissingToken));
-        // Two header fields, as lambda_http could deliver them.
-        assert_eq!(
-            bearer_token(&headers(&["Bearer a", "Bearer b"])),
-            Err(AuthError::InvalidToken)
-        );
-    }
-
-    fn claims(scope: Value, scp: Value) -> Claims {
-        serde_json::from_value(
-            serde_json::json!({"sub": "alice", "exp": 1, "scope": scope, "scp": scp}),
-        )
-        .unwrap()
-    }
-
-    fn verified(owner: &str, valid_until: u64, generation: u64) -> Verified {
-        Verified {
-            owner: Owner::parse(owner.into()).unwrap(),
-            grants_read: true,
-            grants_write: false,
-            valid_from: 10,
-            valid_until,
-            generation,
+    fn the_bearer_value_is_one_b64token_after_the_scheme() {
+        use AuthError::{InvalidToken as Invalid, MissingToken as Missing};
+        let cases: [(&[&str], _); 15] = [
+            (&["Bearer abc"], Ok("abc")),
+            (&["bearer a.b-c_d~e+f/g=="], Ok("a.b-c_d~e+f/g==")),
+            // 1*SP after the scheme; only spaces and tabs are HTTP's whitespace.
+            (&["Bearer   abc\t "], Ok("abc")),
+            (&[], Err(Missing)),
+            (&["Basic abc"], Err(Missing)),
+            (&["Bearer"], Err(Missing)),
+            (&["Bearer  "], Err(Missing)),
+            (&["Basic abc, Bearer def"], Err(Missing)),
+            (&["Bearer a,Bearer b"], Err(Invalid)),
+            (&["Bearer abc def"], Err(Invalid)),
+            (&["Bearer =="], Err(Invalid)),
+            (&["Bearer a=b"], Err(Invalid)),
+            (&["Bearer abc\u{a0}"], Err(Invalid)),
+            (&["Bearer \u{e9}"], Err(Invalid)),
+            // Two header fields, as lambda_http could deliver them.
+            (&["Bearer a", "Bearer b"], Err(Invalid)),
+        ];
+        for (values, wanted) in cases {
+            let mut headers = HeaderMap::new();
+            for value in values {
+                let value = HeaderValue::from_bytes(value.as_bytes()).unwrap();
+                headers.append(AUTHORIZATION, value);
+            }
+            assert_eq!(bearer_token(&headers), wanted, "{values:?}");
         }
     }
 
+    fn verified(valid_until: u64, generation: u64) -> Verified {
+        let owner = Owner::parse("alice".into()).unwrap();
+        let (grants_read, grants_write, valid_from) = (true, false, 10);
+        Verified { owner, grants_read, grants_write, valid_from, valid_until, generation }
+    }
+
     #[test]
-    fn a_cached_token_holds_within_its_validity_and_while_its_key_is_the_same() {
+    fn a_cached_token_holds_within_its_validity_and_while_its_key_set_is_the_same() {
         let cache = TokenCache::new();
-        cache.insert("token-a", verified("alice", 100, 1));
-        cache.insert("token-b", verified("bob", 100, 1));
-        let owner = |hit: Option<Verified>| hit.map(|hit| hit.owner.as_str().to_owned());
-        assert_eq!(
-            owner(cache.get("token-a", 1, 100)).as_deref(),
-            Some("alice")
-        );
-        assert_eq!(cache.get("token-a", 1, 101).map(|_| ()), None, "expired");
-        assert_eq!(
-            cache.get("token-a", 1, 50).map(|_| ()),
-            None,
-            "gone once expired"
-        );
-        assert_eq!(
-            cache.get("token-c", 1, 50).map(|_| ()),
-            None,
-            "never verified"
-        );
-        // Before `nbf`, or with another key set: no answer from the cache,
-        // and only that entry goes.
-        assert_eq!(cache.get("token-b", 1, 9).map(|_| ()), None, "not yet");
-        cache.insert("token-b", verified("bob", 100, 1));
-        assert_eq!(cache.get("token-b", 2, 50).map(|_| ()), None);
-        cache.insert("token-c", verified("carol", 100, 1));
-        cache.insert("token-d", verified("dave", 100, 2));
-        assert_eq!(cache.get("token-d", 2, 50).map(|_| ()), Some(()));
-        assert_eq!(cache.0.len(), 2);
+        let hit = |token, generation, now| cache.get(token, generation, now).is_some();
+        cache.insert("a", verified(100, 1));
+        assert!(hit("a", 1, 100));
+        assert!(!hit("a", 1, 101), "expired");
+        assert!(!hit("a", 1, 50), "gone once expired");
+        cache.insert("b", verified(100, 1));
+        assert!(!hit("b", 1, 9), "before nbf");
+        cache.insert("c", verified(100, 1));
+        cache.insert("d", verified(100, 2));
+        assert!(!hit("c", 2, 50), "another key set");
+        assert!(hit("d", 2, 50), "only the stale entry goes");
     }
 
     #[test]
@@ -519,86 +415,10 @@ mod tests {
         let cache = TokenCache::new();
         let token = "t".repeat(MAX_TOKEN_BYTES);
         for n in 0..1024 {
-            cache.insert(&format!("{token}{n}"), verified("alice", u64::MAX, 0));
+            cache.insert(&format!("{token}{n}"), verified(u64::MAX, 0));
         }
         let held = cache.0.weight();
-        assert!(
-            held > 0 && held <= VERIFIED_TOKEN_BYTES,
-            "{held} bytes held, at most {VERIFIED_TOKEN_BYTES} wanted"
-        );
+        assert!(held > 0 && held <= VERIFIED_TOKEN_BYTES, "{held} bytes");
         assert!(cache.0.len() < 1024 * 1024 / MAX_TOKEN_BYTES);
-    }
-
-    #[test]
-    fn id_tokens_are_told_by_their_claims() {
-        use serde_json::json;
-        let claims = |extra: Value| -> Claims {
-            let mut claims = json!({"sub": "alice", "exp": 1});
-            claims
-                .as_object_mut()
-                .unwrap()
-                .extend(extra.as_object().unwrap().clone());
-            serde_json::from_value(claims).unwrap()
-        };
-        for id_token in [
-            json!({"nonce": "n"}),
-            json!({"at_hash": "h"}),
-            json!({"c_hash": "h"}),
-            json!({"token_use": "id"}),
-        ] {
-            assert!(claims(id_token.clone()).is_id_token(), "{id_token}");
-        }
-        for access_token in [
-            json!({}),
-            json!({"token_use": "access", "auth_time": 1}),
-            json!({"scp": "x", "sid": "s", "azp": "c"}),
-        ] {
-            assert!(
-                !claims(access_token.clone()).is_id_token(),
-                "{access_token}"
-            );
-        }
-    }
-
-    #[test]
-    fn the_token_type_is_compared_as_a_media_type() {
-        assert!(is_type("at+jwt", "at+jwt"));
-        assert!(is_type("AT+JWT", "at+jwt"));
-        assert!(is_type("application/at+jwt", "at+jwt"));
-        assert!(is_type("at+jwt", "application/at+jwt"));
-        assert!(!is_type("JWT", "at+jwt"));
-        assert!(!is_type("at+jwt2", "at+jwt"));
-        assert!(!is_type("text/at+jwt", "at+jwt"));
-    }
-
-    #[test]
-    fn scopes_come_from_scope_and_scp_in_either_form() {
-        use serde_json::json;
-        let granted = [
-            claims(json!("openid plants/read"), Value::Null),
-            claims(Value::Null, json!("plants/read")),
-            claims(Value::Null, json!(["email", "plants/read"])),
-            claims(json!("x"), json!(["plants/read"])),
-        ];
-        for claims in &granted {
-            assert!(claims.grants("plants/read"));
-            assert!(!claims.grants("plants/write"));
-        }
-        let refused = [
-            claims(Value::Null, Value::Null),
-            claims(json!(""), json!([])),
-            // A prefix, another case, a neighbour in the list: no match.
-            claims(json!("plants/readx plants/rea"), json!(["PLANTS/READ"])),
-            // Not a space-separated list.
-            claims(json!("plants/write,plants/read"), Value::Null),
-            claims(json!("plants/read\tx"), Value::Null),
-            // Other JSON types grant nothing.
-            claims(json!(["plants/read"]), json!({"plants/read": true})),
-            claims(json!(1), json!([1, null, ["plants/read"]])),
-            claims(json!(true), json!(null)),
-        ];
-        for claims in &refused {
-            assert!(!claims.grants("plants/read"), "{:?}", claims.other);
-        }
     }
 }

@@ -1,24 +1,20 @@
 //! The function's configuration, read once at start-up from the environment.
 
 use std::env;
-use std::fmt;
 use std::path::PathBuf;
 use std::time::Duration;
 
 use tracing_subscriber::filter::LevelFilter;
 
-/// What the function records, as Lambda sets it up: its log, by Lambda's
-/// advanced logging controls (`AWS_LAMBDA_LOG_FORMAT`, `JSON`: one JSON
-/// object per line, else text; the level from `AWS_LAMBDA_LOG_LEVEL`, else
-/// `RUST_LOG`, else INFO), and where X-Ray subsegments go. Read apart from
-/// [`Config`], and first, so that a configuration error is logged as the
-/// rest is.
+/// What the function records, as Lambda's advanced logging controls set it
+/// (`AWS_LAMBDA_LOG_FORMAT`, `AWS_LAMBDA_LOG_LEVEL`, else `RUST_LOG`, else
+/// INFO), and X-Ray's daemon. Read first, so that a configuration error is
+/// logged as the rest is.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct TelemetryConfig {
     pub level: LevelFilter,
     pub json: bool,
-    /// `AWS_XRAY_DAEMON_ADDRESS`, which Lambda sets: where X-Ray
-    /// subsegments go (`crate::xray`). Unset, nothing is traced.
+    /// `AWS_XRAY_DAEMON_ADDRESS`, which Lambda sets; unset, nothing is traced.
     pub xray_daemon: Option<String>,
 }
 
@@ -41,35 +37,25 @@ impl TelemetryConfig {
     }
 }
 
-/// Every setting the function reads. The DynamoDB region and credentials
-/// are not here: the AWS SDK reads them itself (`AWS_REGION`, and the
-/// function's role's `AWS_ACCESS_KEY_ID`, `AWS_SECRET_ACCESS_KEY`,
-/// `AWS_SESSION_TOKEN`).
+/// Every setting the function reads (docs/deploying.md lists them), but the
+/// region and credentials, which the AWS SDK reads itself.
 #[derive(Debug, Clone)]
 pub struct Config {
     /// `PLANTS_TABLE`: the DynamoDB table that holds the plants.
     pub table: String,
-    /// `AUTH_ISSUER`, `AUTH_AUDIENCE` or `AUTH_COGNITO_CLIENT_ID` (one of
-    /// them at least), `AUTH_TOKEN_TYPE` (optional): what every token must say.
     pub rules: TokenRules,
-    /// Where the verification keys come from.
     pub keys: KeyConfig,
-    /// `MAX_PLANTS_PER_OWNER`: how many plants one owner may store
-    /// ([`DEFAULT_MAX_PLANTS_PER_OWNER`] when unset); 0 turns the bound off
-    /// (a create is then one write unit, and one token can fill the table).
+    /// `MAX_PLANTS_PER_OWNER`: how many plants one owner may store; 0 turns
+    /// the bound off (one write unit a create; one token can fill the table).
     pub max_plants_per_owner: u32,
-    /// Which root certificates the HTTPS client trusts.
     pub trust: TrustConfig,
-    /// `AWS_ENDPOINT_URL_DYNAMODB`, else `AWS_ENDPOINT_URL`: where the
-    /// store's DynamoDB client goes (DynamoDB Local). Unset or empty (as
-    /// template.yaml declares it in AWS, so that `sam local` may set it):
-    /// DynamoDB's regional endpoint.
+    /// `AWS_ENDPOINT_URL_DYNAMODB`, else `AWS_ENDPOINT_URL` (DynamoDB
+    /// Local); unset or empty, as in AWS: DynamoDB's regional endpoint.
     pub dynamodb_endpoint: Option<String>,
 }
 
-/// The root certificates the HTTPS client trusts (`crate::https`): those
-/// compiled into the binary, unless `SSL_CERT_FILE` names a PEM bundle to
-/// trust instead; `EXTRA_CA_CERTS` names PEM certificates to trust besides.
+/// The roots the HTTPS client trusts: compiled in, or the PEM bundle
+/// `SSL_CERT_FILE` names; and besides, the PEM file `EXTRA_CA_CERTS` names.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct TrustConfig {
     pub bundle: Option<PathBuf>,
@@ -85,27 +71,21 @@ const MAX_PLANTS_PER_OWNER_LIMIT: u32 = 1_000_000;
 /// What a token must say, besides a valid signature and `exp`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct TokenRules {
-    /// The required `iss`.
+    /// `AUTH_ISSUER`: the required `iss`.
     pub issuer: String,
-    /// The required `aud`. Only Cognito mode may leave it out, since Cognito
-    /// access tokens carry no `aud`: the app client ids stand in for it.
+    /// `AUTH_AUDIENCE`: the required `aud`, which only Cognito mode may leave
+    /// out (its access tokens carry none).
     pub audience: Option<String>,
-    /// `AUTH_COGNITO_CLIENT_ID`, comma-separated: Amazon Cognito mode when
-    /// not empty, where only access tokens (`token_use` "access") issued to
-    /// one of these app clients (`client_id`) are accepted; Cognito access
-    /// tokens have no `aud`.
+    /// `AUTH_COGNITO_CLIENT_ID`, comma-separated: Cognito mode, where only
+    /// access tokens issued to one of these app clients are accepted.
     pub cognito_client_ids: Vec<String>,
-    /// `AUTH_SCOPE_READ` and `AUTH_SCOPE_WRITE`, set together: the OAuth 2.0
-    /// scope each kind of route requires. Unset, no scope is required.
+    /// `AUTH_SCOPE_READ` and `AUTH_SCOPE_WRITE`, set together.
     pub scopes: Option<ScopeRules>,
-    /// `AUTH_TOKEN_TYPE`: the JOSE `typ` every token must have (RFC 9068's
-    /// `at+jwt`, compared as RFC 8725 section 3.11 says: case-insensitive,
-    /// `application/` optional). Unset, `typ` is not read.
+    /// `AUTH_TOKEN_TYPE`: the JOSE `typ` every token must have (`at+jwt`).
     pub token_type: Option<String>,
 }
 
-/// The scope that reading plants requires, and the one creating them does.
-/// Neither implies the other (docs/contract.md).
+/// The scope reading plants requires, and the one creating them does.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ScopeRules {
     pub read: String,
@@ -121,15 +101,14 @@ pub enum KeyConfig {
     Url { url: String, refresh: KeyRefresh },
 }
 
-/// When the remote key set is fetched again. The environment does not set
-/// these: production runs with [`KeyRefresh::default`]; tests shorten them.
+/// When the remote key set is fetched again: production runs with the
+/// default; tests shorten them.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct KeyRefresh {
-    /// The least time between two fetches caused by unknown `kid`s, so that a
-    /// flood of made-up `kid`s cannot become a flood of fetches.
+    /// The least time between two fetches, so that a flood of made-up
+    /// `kid`s cannot become a flood of fetches.
     pub refetch_interval: Duration,
-    /// The same while no key set has ever been fetched (the issuer was down
-    /// at start-up): sooner, but still not on every request.
+    /// The same while no key set has ever been fetched: sooner.
     pub retry_without_keys: Duration,
     /// How long a fetched key set is trusted before a request fetches it
     /// again, so that keys the issuer removed stop verifying.
@@ -151,32 +130,23 @@ impl Default for KeyRefresh {
 }
 
 /// A setting the function cannot start with: the variable, and what it must be.
-#[derive(Debug)]
+#[derive(Debug, thiserror::Error)]
+#[error("the environment variable {variable} {rule}")]
 pub struct ConfigError {
     variable: &'static str,
-    rule: &'static str,
+    rule: String,
 }
 
 impl ConfigError {
+    fn new(variable: &'static str, rule: impl Into<String>) -> Self {
+        let rule = rule.into();
+        Self { variable, rule }
+    }
+
     fn missing(variable: &'static str) -> Self {
-        Self {
-            variable,
-            rule: "must be set and not empty",
-        }
+        Self::new(variable, "must be set and not empty")
     }
 }
-
-impl fmt::Display for ConfigError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(
-            f,
-            "the environment variable {} {}",
-            self.variable, self.rule
-        )
-    }
-}
-
-impl std::error::Error for ConfigError {}
 
 impl Config {
     pub fn from_env() -> Result<Self, ConfigError> {
@@ -188,30 +158,15 @@ impl Config {
         let optional = |name: &str| lookup(name).filter(|value| !value.trim().is_empty());
         let required = |name: &'static str| optional(name).ok_or(ConfigError::missing(name));
         let issuer = required("AUTH_ISSUER")?;
-        let remote = |url| KeyConfig::Url {
-            url,
-            refresh: KeyRefresh::default(),
-        };
+        let remote = |url| KeyConfig::Url { url, refresh: KeyRefresh::default() };
         let keys = match (optional("AUTH_JWKS"), optional("AUTH_JWKS_URL")) {
             (Some(jwks), _) => KeyConfig::Inline(jwks),
             (None, Some(url)) => remote(url),
-            (None, None) => remote(format!(
-                "{}/.well-known/jwks.json",
-                issuer.trim_end_matches('/')
-            )),
+            (None, None) => {
+                remote(format!("{}/.well-known/jwks.json", issuer.trim_end_matches('/')))
+            }
         };
-        let max_plants_per_owner = match optional("MAX_PLANTS_PER_OWNER") {
-            None => DEFAULT_MAX_PLANTS_PER_OWNER,
-            Some(value) => value
-                .trim()
-                .parse()
-                .ok()
-                .filter(|max| *max <= MAX_PLANTS_PER_OWNER_LIMIT)
-                .ok_or(ConfigError {
-                    variable: "MAX_PLANTS_PER_OWNER",
-                    rule: "must be a whole number from 0 (no bound) to 1000000",
-                })?,
-        };
+        let max_plants_per_owner = max_plants_per_owner(optional("MAX_PLANTS_PER_OWNER"))?;
         let audience = optional("AUTH_AUDIENCE");
         let cognito_client_ids: Vec<String> = optional("AUTH_COGNITO_CLIENT_ID")
             .map(|ids| {
@@ -225,11 +180,9 @@ impl Config {
         // Without an audience, a token the same issuer made for any other
         // application would be accepted (RFC 8725 section 3.9).
         if audience.is_none() && cognito_client_ids.is_empty() {
-            return Err(ConfigError {
-                variable: "AUTH_AUDIENCE",
-                rule: "must be set and not empty (the audience of this API's tokens), \
-                       unless AUTH_COGNITO_CLIENT_ID names the Cognito app clients",
-            });
+            let rule = "must be set and not empty (the audience of this API's tokens), \
+                        unless AUTH_COGNITO_CLIENT_ID names the Cognito app clients";
+            return Err(ConfigError::new("AUTH_AUDIENCE", rule));
         }
         Ok(Self {
             max_plants_per_owner,
@@ -252,6 +205,19 @@ impl Config {
     }
 }
 
+/// `MAX_PLANTS_PER_OWNER`: 0 to [`MAX_PLANTS_PER_OWNER_LIMIT`], or the default.
+fn max_plants_per_owner(value: Option<String>) -> Result<u32, ConfigError> {
+    let Some(value) = value else {
+        return Ok(DEFAULT_MAX_PLANTS_PER_OWNER);
+    };
+    let max = value.trim().parse().ok();
+    max.filter(|max| *max <= MAX_PLANTS_PER_OWNER_LIMIT).ok_or_else(|| {
+        let rule =
+            format!("must be a whole number from 0 (no bound) to {MAX_PLANTS_PER_OWNER_LIMIT}");
+        ConfigError::new("MAX_PLANTS_PER_OWNER", rule)
+    })
+}
+
 /// Both scope names, or neither; each one RFC 6749 scope-token (it goes into
 /// the `WWW-Authenticate` header as it is).
 fn scope_rules(
@@ -267,10 +233,8 @@ fn scope_rules(
     };
     for (variable, scope) in [(READ, &read), (WRITE, &write)] {
         if !is_scope_token(scope) {
-            return Err(ConfigError {
-                variable,
-                rule: "must be one OAuth 2.0 scope: printable ASCII without spaces, quotes or backslashes",
-            });
+            let rule = "must be one OAuth 2.0 scope: printable ASCII without spaces, quotes or backslashes";
+            return Err(ConfigError::new(variable, rule));
         }
     }
     Ok(Some(ScopeRules { read, write }))
@@ -278,135 +242,76 @@ fn scope_rules(
 
 /// `scope-token = 1*( %x21 / %x23-5B / %x5D-7E )` (RFC 6749, section 3.3).
 pub fn is_scope_token(scope: &str) -> bool {
-    !scope.is_empty()
-        && scope
-            .bytes()
-            .all(|byte| matches!(byte, 0x21 | 0x23..=0x5B | 0x5D..=0x7E))
+    !scope.is_empty() && scope.bytes().all(|byte| matches!(byte, 0x21 | 0x23..=0x5B | 0x5D..=0x7E))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::collections::HashMap;
 
-    fn config(pairs: &[(&str, &str)]) -> Result<Config, ConfigError> {
-        let map: HashMap<String, String> = pairs
-            .iter()
-            .map(|(k, v)| (k.to_string(), v.to_string()))
-            .collect();
-        Config::from_lookup(|name| map.get(name).cloned())
+    const BASE: [(&str, &str); 3] = [
+        ("PLANTS_TABLE", "plants"),
+        ("AUTH_ISSUER", "https://tenant.auth0.com/"),
+        ("AUTH_AUDIENCE", "plants"),
+    ];
+
+    /// The configuration of `BASE` with `pairs` over it (`""`: unset).
+    fn config(pairs: &[(&str, &str)]) -> Result<Config, String> {
+        let value = |name: &str| {
+            let set = pairs.iter().chain(&BASE).find(|(set, _)| *set == name);
+            set.map(|(_, value)| value.to_string())
+        };
+        Config::from_lookup(value).map_err(|error| error.to_string())
     }
 
     fn remote(url: &str) -> KeyConfig {
-        KeyConfig::Url {
-            url: url.into(),
-            refresh: KeyRefresh::default(),
-        }
+        let (url, refresh) = (url.into(), KeyRefresh::default());
+        KeyConfig::Url { url, refresh }
     }
 
     #[test]
-    fn the_jwks_url_defaults_to_the_issuers_well_known_path() {
-        let base = [
-            ("PLANTS_TABLE", "plants"),
-            ("AUTH_ISSUER", "https://tenant.auth0.com/"),
-            ("AUTH_AUDIENCE", "plants"),
-        ];
-        assert_eq!(
-            config(&base).unwrap().keys,
-            remote("https://tenant.auth0.com/.well-known/jwks.json")
-        );
-        let with_url = [
-            base[0],
-            base[1],
-            base[2],
-            ("AUTH_JWKS_URL", "https://keys.example/jwks"),
-        ];
-        assert_eq!(
-            config(&with_url).unwrap().keys,
-            remote("https://keys.example/jwks")
-        );
-        let inline = [
-            base[0],
-            base[1],
-            base[2],
-            ("AUTH_JWKS", "{\"keys\": []}"),
-            ("AUTH_JWKS_URL", "x"),
-        ];
-        assert_eq!(
-            config(&inline).unwrap().keys,
-            KeyConfig::Inline("{\"keys\": []}".into())
-        );
+    fn keys_are_inline_or_the_url_given_or_the_issuers_well_known_one() {
+        let keys = |pairs: &[_]| config(pairs).unwrap().keys;
+        assert_eq!(keys(&[]), remote("https://tenant.auth0.com/.well-known/jwks.json"));
+        let url = ("AUTH_JWKS_URL", "https://keys.example/jwks");
+        assert_eq!(keys(&[url]), remote("https://keys.example/jwks"));
+        let inline = ("AUTH_JWKS", "{\"keys\": []}");
+        assert_eq!(keys(&[inline, url]), KeyConfig::Inline("{\"keys\": []}".into()));
     }
 
     #[test]
     fn empty_values_count_as_unset() {
-        let pairs = [
-            ("PLANTS_TABLE", "plants"),
-            ("AUTH_ISSUER", "https://issuer"),
-            ("AUTH_AUDIENCE", "plants"),
-            ("AUTH_COGNITO_CLIENT_ID", " "),
-            ("AUTH_TOKEN_TYPE", ""),
-        ];
-        let config = config(&pairs).unwrap();
-        assert_eq!(config.rules.cognito_client_ids, Vec::<String>::new());
-        assert!(self::config(&[("AUTH_ISSUER", "x"), ("AUTH_AUDIENCE", "a")]).is_err());
-        assert!(self::config(&[("PLANTS_TABLE", "x"), ("AUTH_AUDIENCE", "a")]).is_err());
-        assert_eq!(config.rules.scopes, None);
-        assert_eq!(config.rules.token_type, None);
-    }
-
-    #[test]
-    fn an_empty_endpoint_variable_means_dynamodbs_regional_endpoint() {
-        let base = [
-            ("PLANTS_TABLE", "plants"),
-            ("AUTH_ISSUER", "https://issuer"),
-            ("AUTH_AUDIENCE", "plants"),
-        ];
-        let with = |extra: &[(&'static str, &'static str)]| {
-            config(&[base.as_slice(), extra].concat())
-                .unwrap()
-                .dynamodb_endpoint
-        };
-        assert_eq!(with(&[("AWS_ENDPOINT_URL_DYNAMODB", "")]), None);
+        let unset = config(&[("AUTH_COGNITO_CLIENT_ID", " "), ("AUTH_TOKEN_TYPE", "")]);
+        let rules = unset.unwrap().rules;
+        assert_eq!(
+            (rules.cognito_client_ids.len(), rules.scopes, rules.token_type),
+            (0, None, None)
+        );
+        let endpoint = |pairs: &[_]| config(pairs).unwrap().dynamodb_endpoint;
+        assert_eq!(endpoint(&[("AWS_ENDPOINT_URL_DYNAMODB", "")]), None);
         let local = "http://172.17.0.1:8000";
-        assert_eq!(
-            with(&[("AWS_ENDPOINT_URL_DYNAMODB", local)]).as_deref(),
-            Some(local)
-        );
-        assert_eq!(
-            with(&[
-                ("AWS_ENDPOINT_URL_DYNAMODB", " "),
-                ("AWS_ENDPOINT_URL", local)
-            ])
-            .as_deref(),
-            Some(local)
-        );
+        let fallback = [("AWS_ENDPOINT_URL_DYNAMODB", " "), ("AWS_ENDPOINT_URL", local)];
+        assert_eq!(endpoint(&fallback).as_deref(), Some(local));
+        for missing in ["PLANTS_TABLE", "AUTH_ISSUER"] {
+            assert!(config(&[(missing, "")]).unwrap_err().contains(missing));
+        }
     }
 
     #[test]
     fn the_log_follows_lambdas_log_settings() {
         let log = |pairs: &[(&str, &str)]| {
-            TelemetryConfig::from_lookup(|name| {
-                pairs
-                    .iter()
-                    .find(|(present, _)| *present == name)
-                    .map(|(_, value)| value.to_string())
-            })
+            let value =
+                |name: &str| pairs.iter().find(|(set, _)| *set == name).map(|(_, v)| v.to_string());
+            TelemetryConfig::from_lookup(value)
         };
-        assert_eq!(
-            log(&[]),
-            TelemetryConfig {
-                level: LevelFilter::INFO,
-                json: false,
-                xray_daemon: None,
-            }
-        );
-        let lambda = log(&[
+        let default = TelemetryConfig { level: LevelFilter::INFO, json: false, xray_daemon: None };
+        assert_eq!(log(&[]), default);
+        let lambda = [
             ("AWS_LAMBDA_LOG_FORMAT", "JSON"),
             ("AWS_LAMBDA_LOG_LEVEL", "DEBUG"),
             ("RUST_LOG", "trace"),
-        ]);
-        assert_eq!((lambda.level, lambda.json), (LevelFilter::DEBUG, true));
+        ];
+        assert_eq!((log(&lambda).level, log(&lambda).json), (LevelFilter::DEBUG, true));
         assert_eq!(log(&[("RUST_LOG", "warn")]).level, LevelFilter::WARN);
         let xray = log(&[("AWS_XRAY_DAEMON_ADDRESS", "169.254.79.129:2000")]);
         assert_eq!(xray.xray_daemon.as_deref(), Some("169.254.79.129:2000"));
@@ -414,94 +319,42 @@ mod tests {
 
     #[test]
     fn an_audience_is_required_outside_cognito_mode() {
-        let base = [
-            ("PLANTS_TABLE", "plants"),
-            ("AUTH_ISSUER", "https://issuer"),
-        ];
-        for refused in [&base[..], &[base[0], base[1], ("AUTH_AUDIENCE", " ")]] {
-            let error = config(refused).unwrap_err().to_string();
-            assert!(error.contains("AUTH_AUDIENCE"), "{error}");
-            assert!(error.contains("AUTH_COGNITO_CLIENT_ID"), "{error}");
-        }
-        let cognito = config(&[base[0], base[1], ("AUTH_COGNITO_CLIENT_ID", "app")]).unwrap();
-        assert_eq!(cognito.rules.audience, None);
-        let audience = config(&[base[0], base[1], ("AUTH_AUDIENCE", "api://plants")]).unwrap();
-        assert_eq!(audience.rules.audience.as_deref(), Some("api://plants"));
+        let error = config(&[("AUTH_AUDIENCE", " ")]).unwrap_err();
+        assert!(error.contains("AUTH_AUDIENCE") && error.contains("AUTH_COGNITO_CLIENT_ID"));
+        let cognito = [("AUTH_AUDIENCE", ""), ("AUTH_COGNITO_CLIENT_ID", "users, machine,")];
+        let rules = config(&cognito).unwrap().rules;
+        assert_eq!(
+            (rules.audience, rules.cognito_client_ids),
+            (None, vec!["users".into(), "machine".into()])
+        );
     }
 
     #[test]
     fn the_plant_bound_has_a_default_and_a_range() {
-        let base = [
-            ("PLANTS_TABLE", "plants"),
-            ("AUTH_ISSUER", "https://issuer"),
-            ("AUTH_AUDIENCE", "plants"),
-        ];
-        let with = |value: &'static str| {
-            config(&[base[0], base[1], base[2], ("MAX_PLANTS_PER_OWNER", value)])
-        };
-        assert_eq!(
-            config(&base).unwrap().max_plants_per_owner,
-            DEFAULT_MAX_PLANTS_PER_OWNER
-        );
-        assert_eq!(with("25").unwrap().max_plants_per_owner, 25);
-        assert_eq!(with("0").unwrap().max_plants_per_owner, 0, "no bound");
-        for refused in ["-1", "1000001", "ten", "2.5"] {
-            let error = with(refused).unwrap_err();
-            assert!(
-                error.to_string().contains("MAX_PLANTS_PER_OWNER"),
-                "{refused}"
-            );
+        let bound = |value| config(&[("MAX_PLANTS_PER_OWNER", value)]);
+        assert_eq!(bound("").unwrap().max_plants_per_owner, DEFAULT_MAX_PLANTS_PER_OWNER);
+        assert_eq!(bound("0").unwrap().max_plants_per_owner, 0, "no bound");
+        let most = MAX_PLANTS_PER_OWNER_LIMIT.to_string();
+        assert_eq!(bound(&most).unwrap().max_plants_per_owner, MAX_PLANTS_PER_OWNER_LIMIT);
+        let over = (MAX_PLANTS_PER_OWNER_LIMIT + 1).to_string();
+        for refused in ["-1", &over, "ten", "2.5"] {
+            let error = bound(refused).unwrap_err();
+            assert!(error.contains("MAX_PLANTS_PER_OWNER") && error.contains(&most), "{error}");
         }
     }
 
     #[test]
-    fn cognito_client_ids_are_a_comma_separated_list() {
-        let pairs = [
-            ("PLANTS_TABLE", "plants"),
-            ("AUTH_ISSUER", "https://issuer"),
-            ("AUTH_COGNITO_CLIENT_ID", "users-client, machine-client,"),
-            ("AUTH_TOKEN_TYPE", "at+jwt"),
-        ];
+    fn scopes_are_both_named_or_neither_and_each_a_scope_token() {
+        let scopes =
+            |read, write| config(&[("AUTH_SCOPE_READ", read), ("AUTH_SCOPE_WRITE", write)]);
+        let both = scopes("plants/read", "plants/write").unwrap().rules.scopes;
         assert_eq!(
-            config(&pairs).unwrap().rules.cognito_client_ids,
-            ["users-client", "machine-client"]
+            both,
+            Some(ScopeRules { read: "plants/read".into(), write: "plants/write".into() })
         );
-        assert_eq!(
-            config(&pairs).unwrap().rules.token_type.as_deref(),
-            Some("at+jwt")
-        );
-    }
-
-    #[test]
-    fn scopes_are_both_named_or_neither() {
-        let base = [
-            ("PLANTS_TABLE", "plants"),
-            ("AUTH_ISSUER", "https://issuer"),
-            ("AUTH_AUDIENCE", "plants"),
-        ];
-        let with =
-            |extra: &[(&'static str, &'static str)]| config(&[base.as_slice(), extra].concat());
-        assert_eq!(
-            with(&[
-                ("AUTH_SCOPE_READ", "plants/read"),
-                ("AUTH_SCOPE_WRITE", "plants/write")
-            ])
-            .unwrap()
-            .rules
-            .scopes,
-            Some(ScopeRules {
-                read: "plants/read".into(),
-                write: "plants/write".into()
-            })
-        );
-        let error = with(&[("AUTH_SCOPE_READ", "plants/read")]).unwrap_err();
-        assert!(error.to_string().contains("AUTH_SCOPE_WRITE"), "{error}");
-        let error = with(&[("AUTH_SCOPE_READ", "a b"), ("AUTH_SCOPE_WRITE", "w")]).unwrap_err();
-        assert!(
-            error
-                .to_string()
-                .contains("AUTH_SCOPE_READ must be one OAuth 2.0 scope")
-        );
-        assert!(with(&[("AUTH_SCOPE_READ", "r"), ("AUTH_SCOPE_WRITE", "w\\")]).is_err());
+        assert!(scopes("plants/read", "").unwrap_err().contains("AUTH_SCOPE_WRITE"));
+        let error = scopes("a b", "w").unwrap_err();
+        assert!(error.contains("AUTH_SCOPE_READ must be one OAuth 2.0 scope"), "{error}");
+        assert!(scopes("r", "w\\").is_err());
     }
 }

@@ -2,23 +2,10 @@
 //! a Lambda function URL delivers, read into an `http::Request`, and the
 //! response written back in the shape that event asks for.
 //!
-//! The conversion is the project's own, not lambda_http's, because the
-//! event carries what the client sent and lambda_http panics on some of it
-//! (a `"` or a space in `rawQueryString`, a malformed `X-Forwarded-Proto`
-//! or `Host`, a body flagged base64 that is not): a panic fails the
-//! invocation, and API Gateway then answers its own 500. Here every event
-//! becomes a request or a 400 with the Error body:
-//! - bytes that a URI cannot hold, in the path or the raw query string, are
-//!   percent-encoded (what a browser does), so the query parameters read
-//!   the same and their own checks answer;
-//! - a header that HTTP cannot represent, a body flagged base64 that is not
-//!   base64, or an event of no known shape, is a 400 naming the problem;
-//! - `Host` and `X-Forwarded-Proto` are not read: the request's URI is the
-//!   path and query as the client sent them.
-//!
-//! The event arrives as JSON text ([`Incoming`]) and is decoded straight
-//! into API Gateway's typed event; only an event that does not decode is
-//! read again, as a JSON value, to say exactly what is wrong with it.
+//! The conversion is the project's own, not lambda_http's, which panics on
+//! some client input (a `"` in `rawQueryString`, a malformed `Host`, a body
+//! flagged base64 that is not) and so fails the invocation: here every
+//! event becomes a request or a 400 naming the problem (docs/contract.md).
 
 use aws_lambda_events::apigw::{
     ApiGatewayProxyRequest, ApiGatewayProxyResponse, ApiGatewayV2httpRequest,
@@ -62,9 +49,7 @@ impl Format {
     /// API Gateway marks payload format 2.0 with `"version": "2.0"`.
     fn of(event: &str) -> Self {
         match serde_json::from_str::<Version>(event) {
-            Ok(Version {
-                version: Some(version),
-            }) if version == "2.0" => Self::V2,
+            Ok(Version { version: Some(version) }) if version == "2.0" => Self::V2,
             _ => Self::V1,
         }
     }
@@ -115,10 +100,7 @@ pub fn read(event: &str) -> (Format, Result<Request, ApiError>) {
         Format::V1 => serde_json::from_str(event).map(v1_request),
         Format::V2 => serde_json::from_str(event).map(v2_request),
     };
-    (
-        format,
-        request.unwrap_or_else(|_| Err(why_unreadable(event))),
-    )
+    (format, request.unwrap_or_else(|_| Err(why_unreadable(event))))
 }
 
 /// Why an event does not decode: a header HTTP cannot carry (named), or no
@@ -134,9 +116,7 @@ fn why_unreadable(event: &str) -> ApiError {
 }
 
 fn not_an_event() -> ApiError {
-    ApiError::UnreadableRequest(
-        "The request is not one API Gateway or a function URL delivers.".into(),
-    )
+    ApiError::UnreadableRequest("The request is not one API Gateway or a function URL delivers.")
 }
 
 /// Every header name and value must be one HTTP can carry (no control
@@ -147,9 +127,8 @@ fn check_headers(headers: Option<&Value>) -> Result<(), ApiError> {
     };
     for (name, values) in headers {
         let Ok(header) = HeaderName::from_bytes(name.as_bytes()) else {
-            return Err(ApiError::UnreadableRequest(
-                "A request header has a name that HTTP does not allow.".into(),
-            ));
+            let message = "A request header has a name that HTTP does not allow.";
+            return Err(ApiError::UnreadableRequest(message));
         };
         let values = match values {
             Value::Array(values) => values.iter().collect(),
@@ -161,12 +140,13 @@ fn check_headers(headers: Option<&Value>) -> Result<(), ApiError> {
             _ => false,
         };
         if !values.iter().all(readable) {
-            let message = if name.len() <= MAX_ECHOED_CHARS {
-                format!("The request header `{header}` has a value that HTTP does not allow.")
+            return Err(if name.len() <= MAX_ECHOED_CHARS {
+                ApiError::UnreadableHeader(header.to_string())
             } else {
-                "A request header has a value that HTTP does not allow.".into()
-            };
-            return Err(ApiError::UnreadableRequest(message));
+                ApiError::UnreadableRequest(
+                    "A request header has a value that HTTP does not allow.",
+                )
+            });
         }
     }
     Ok(())
@@ -176,11 +156,7 @@ fn check_headers(headers: Option<&Value>) -> Result<(), ApiError> {
 fn v1_request(event: ApiGatewayProxyRequest) -> Result<Request, ApiError> {
     let raw_path = event.path.unwrap_or_default();
     // The path the client sent: with the stage on the execute-api domain.
-    let client_path = event
-        .request_context
-        .path
-        .clone()
-        .unwrap_or_else(|| raw_path.clone());
+    let client_path = event.request_context.path.clone().unwrap_or_else(|| raw_path.clone());
     let query = if event.multi_value_query_string_parameters.is_empty() {
         event.query_string_parameters
     } else {
@@ -188,14 +164,9 @@ fn v1_request(event: ApiGatewayProxyRequest) -> Result<Request, ApiError> {
     };
     let mut headers = event.multi_value_headers;
     headers.extend(event.headers);
-    let parts = Parts {
-        method: event.http_method,
-        uri: uri(&client_path, &query.to_query_string())?,
-        headers,
-        body: body(event.body, event.is_base64_encoded)?,
-    };
-    Ok(parts
-        .into_request()
+    let uri = uri(&client_path, &query.to_query_string())?;
+    let body = body(event.body, event.is_base64_encoded)?;
+    Ok(request(event.http_method, uri, headers, body)
         .with_raw_http_path(raw_path)
         .with_query_string_parameters(query)
         .with_request_context(RequestContext::ApiGatewayV1(event.request_context)))
@@ -209,60 +180,33 @@ fn v2_request(event: ApiGatewayV2httpRequest) -> Result<Request, ApiError> {
         Ok(query) => query,
         Err(never) => match never {},
     };
-    let parts = Parts {
-        method: event.request_context.http.method.clone(),
-        uri: uri(&raw_path, &raw_query)?,
-        headers: event.headers,
-        body: body(event.body, event.is_base64_encoded)?,
-    };
-    Ok(parts
-        .into_request()
+    let (uri, method) = (uri(&raw_path, &raw_query)?, event.request_context.http.method.clone());
+    let body = body(event.body, event.is_base64_encoded)?;
+    Ok(request(method, uri, event.headers, body)
         .with_raw_http_path(raw_path)
         .with_query_string_parameters(query)
         .with_request_context(RequestContext::ApiGatewayV2(event.request_context)))
 }
 
-struct Parts {
-    method: Method,
-    uri: Uri,
-    headers: HeaderMap,
-    body: Body,
-}
-
-impl Parts {
-    fn into_request(self) -> Request {
-        let mut request = Request::new(self.body);
-        *request.method_mut() = self.method;
-        *request.uri_mut() = self.uri;
-        *request.headers_mut() = self.headers;
-        request
-    }
+fn request(method: Method, uri: Uri, headers: HeaderMap, body: Body) -> Request {
+    let mut request = Request::new(body);
+    (*request.method_mut(), *request.uri_mut()) = (method, uri);
+    *request.headers_mut() = headers;
+    request
 }
 
 /// What a URI keeps as it is: RFC 3986's unreserved and sub-delims, `:`,
 /// `@`, `/`, `?` and `%` (an existing escape stays one); everything else
 /// is percent-encoded.
-const URI_ESCAPED: &AsciiSet = &NON_ALPHANUMERIC
-    .remove(b'-')
-    .remove(b'.')
-    .remove(b'_')
-    .remove(b'~')
-    .remove(b'!')
-    .remove(b'$')
-    .remove(b'&')
-    .remove(b'\'')
-    .remove(b'(')
-    .remove(b')')
-    .remove(b'*')
-    .remove(b'+')
-    .remove(b',')
-    .remove(b';')
-    .remove(b'=')
-    .remove(b':')
-    .remove(b'@')
-    .remove(b'/')
-    .remove(b'?')
-    .remove(b'%');
+const URI_ESCAPED: &AsciiSet = &{
+    let kept = b"-._~!$&'()*+,;=:@/?%";
+    let (mut set, mut index) = (NON_ALPHANUMERIC.remove(kept[0]), 1);
+    while index < kept.len() {
+        set = set.remove(kept[index]);
+        index += 1;
+    }
+    set
+};
 
 /// The request's URI: the path (rooted) and the query, with what a URI
 /// cannot hold percent-encoded.
@@ -276,9 +220,8 @@ fn uri(path: &str, query: &str) -> Result<Uri, ApiError> {
         text.push('?');
         text.extend(utf8_percent_encode(query, URI_ESCAPED));
     }
-    text.parse().map_err(|_| {
-        ApiError::UnreadableRequest("The request path and query string are too long.".into())
-    })
+    text.parse()
+        .map_err(|_| ApiError::UnreadableRequest("The request path and query string are too long."))
 }
 
 fn body(body: Option<String>, is_base64_encoded: bool) -> Result<Body, ApiError> {
@@ -290,9 +233,43 @@ fn body(body: Option<String>, is_base64_encoded: bool) -> Result<Body, ApiError>
             .map(Body::Binary)
             .map_err(|_| {
                 ApiError::UnreadableRequest(
-                    "The request body is marked base64-encoded but is not valid base64.".into(),
+                    "The request body is marked base64-encoded but is not valid base64.",
                 )
             }),
+    }
+}
+
+/// The path the route is matched on. Where API Gateway matched a route of
+/// its own, that route's path: an HTTP API's `routeKey` (`GET /plants`), a
+/// REST API's resource path; so that a custom domain's API mapping (`/v1`,
+/// kept in the event's path) changes nothing. Otherwise (the `$default`
+/// route, a greedy `{proxy+}`, a function URL) the event's own path,
+/// without API Gateway's stage prefix and a trailing slash.
+pub fn route_path(request: &Request) -> &str {
+    let (matched, stage) = match request.request_context_ref() {
+        Some(RequestContext::ApiGatewayV2(context)) => (
+            context.route_key.as_deref().and_then(|key| Some(key.split_once(' ')?.1)),
+            context.stage.as_deref(),
+        ),
+        Some(RequestContext::ApiGatewayV1(context)) => {
+            (context.resource_path.as_deref(), context.stage.as_deref())
+        }
+        _ => (None, None),
+    };
+    if let Some(path) = matched.filter(|path| !path.contains("+}")) {
+        return path;
+    }
+    let raw = match request.raw_http_path() {
+        "" => request.uri().path(),
+        raw => raw,
+    };
+    let unstaged = stage
+        .and_then(|stage| raw.strip_prefix('/')?.strip_prefix(stage))
+        .filter(|rest| rest.len() > 1 && rest.starts_with('/'))
+        .unwrap_or(raw);
+    match unstaged.strip_suffix('/') {
+        Some(trimmed) if !trimmed.is_empty() => trimmed,
+        _ => unstaged,
     }
 }
 
@@ -301,96 +278,59 @@ mod tests {
     use super::*;
     use serde_json::json;
 
+    /// An HTTP API event with this path and raw query string, and a `Host`
+    /// and `X-Forwarded-Proto` that are no URI's.
     fn v2(raw_path: &str, raw_query: &str) -> Value {
-        json!({
-            "version": "2.0",
-            "routeKey": "$default",
-            "rawPath": raw_path,
-            "rawQueryString": raw_query,
+        json!({"version": "2.0", "routeKey": "$default", "rawPath": raw_path,
+            "rawQueryString": raw_query, "isBase64Encoded": false,
             "headers": {"host": "x y", "x-forwarded-proto": "no such:scheme"},
-            "requestContext": {
-                "http": {"method": "GET", "path": raw_path, "protocol": "HTTP/1.1",
-                         "sourceIp": "192.0.2.1", "userAgent": "t"},
-                "requestId": "r", "routeKey": "$default", "stage": "$default"
-            },
-            "isBase64Encoded": false
-        })
+            "requestContext": {"http": {"method": "GET", "path": raw_path, "protocol": "HTTP/1.1",
+                "sourceIp": "192.0.2.1", "userAgent": "t"}, "requestId": "r",
+                "routeKey": "$default", "stage": "$default"}})
     }
 
-    fn read(event: Value) -> (Format, Result<Request, ApiError>) {
-        super::read(&event.to_string())
-    }
-
-    #[test]
-    fn query_strings_a_uri_cannot_hold_are_percent_encoded_and_read_the_same() {
-        for (raw, name, value) in [
-            ("a=\"", "a", "\""),
-            ("limit=<5>", "limit", "<5>"),
-            ("limit=1&cursor=\"abc\"", "cursor", "\"abc\""),
-            ("limit=1 2", "limit", "1 2"),
-            ("a=%zz{}|^`\\", "a", "%zz{}|^`\\"),
-            ("a=é", "a", "é"),
-        ] {
-            let (format, request) = read(v2("/plants", raw));
-            assert_eq!(format, Format::V2);
-            let request = request.unwrap_or_else(|error| panic!("{raw}: {error:?}"));
-            let query = request.query_string_parameters_ref().unwrap();
-            assert_eq!(query.first(name), Some(value), "{raw}");
-            assert_eq!(request.uri().path(), "/plants");
-        }
+    fn read(event: Value) -> Result<Request, String> {
+        let (format, request) = super::read(&event.to_string());
+        assert_eq!(format, if event["version"] == "2.0" { Format::V2 } else { Format::V1 });
+        request.map_err(|error| error.to_string())
     }
 
     #[test]
-    fn paths_a_uri_cannot_hold_are_percent_encoded_and_rooted() {
-        for (raw, encoded) in [
-            ("/plants", "/plants"),
-            ("/pla nts\"", "/pla%20nts%22"),
-            ("plants", "/plants"),
-            ("", "/"),
-            ("//x:1", "//x:1"),
-        ] {
-            let request = read(v2(raw, "")).1.unwrap();
-            assert_eq!(request.uri().path(), encoded, "{raw}");
-            assert_eq!(request.raw_http_path(), raw);
-        }
-    }
-
-    fn unreadable(event: Value) -> String {
-        match read(event).1 {
-            Err(ApiError::UnreadableRequest(message)) => message,
-            other => panic!("not refused: {other:?}"),
+    fn what_a_uri_cannot_hold_is_percent_encoded_and_reads_the_same() {
+        let raw = "a=\"&limit=<5>&b=1 2&c=%zz{}|^`\\&d=é";
+        let request = read(v2("/pla nts\"", raw)).unwrap();
+        let query = request.query_string_parameters_ref().unwrap();
+        let values =
+            ["a", "limit", "b", "c", "d"].map(|name| query.first(name).unwrap().to_owned());
+        assert_eq!(values, ["\"", "<5>", "1 2", "%zz{}|^`\\", "é"]);
+        assert_eq!(request.uri().path(), "/pla%20nts%22");
+        for (raw, rooted) in [("plants", "/plants"), ("", "/"), ("//x:1", "//x:1")] {
+            assert_eq!(read(v2(raw, "")).unwrap().uri().path(), rooted, "{raw}");
         }
     }
 
     #[test]
     fn what_http_cannot_carry_is_a_400_naming_it() {
-        let mut event = v2("/plants", "");
-        event["headers"]["x-bad"] = json!("a\nb");
-        assert!(unreadable(event).contains("`x-bad`"));
-        let mut event = v2("/plants", "");
-        event["headers"]["bad name"] = json!("a");
-        assert!(unreadable(event).contains("name"));
-        let mut event = v2("/plants", "");
-        event["body"] = json!("not base64!");
-        event["isBase64Encoded"] = json!(true);
-        assert!(unreadable(event).contains("base64"));
-        assert!(unreadable(json!([1, 2])).contains("API Gateway"));
-        assert!(unreadable(v2(&"/a".repeat(40_000), "")).contains("too long"));
+        let with = |key: &str, value: Value| {
+            let mut event = v2("/plants", "");
+            event[key] = value;
+            read(event).unwrap_err()
+        };
+        assert!(with("headers", json!({"x-bad": "a\nb"})).contains("`x-bad`"));
+        assert!(with("headers", json!({"bad name": "a"})).contains("name"));
+        let mut base64 = v2("/plants", "");
+        (base64["body"], base64["isBase64Encoded"]) = (json!("not base64!"), json!(true));
+        assert!(read(base64).unwrap_err().contains("base64"));
+        assert!(read(json!([1, 2])).unwrap_err().contains("API Gateway"));
+        assert!(read(v2(&"/a".repeat(40_000), "")).unwrap_err().contains("too long"));
     }
 
     #[test]
     fn each_format_is_answered_in_its_own_shape() {
-        let response = Response::builder()
-            .status(201)
-            .body(Body::Text("{}".into()))
-            .unwrap();
-        let v2 = serde_json::to_value(Format::V2.answer(response)).unwrap();
-        assert_eq!(v2["statusCode"], 201);
-        assert_eq!(v2["body"], "{}");
-        assert_eq!(v2["cookies"], json!([]));
-        let response = Response::builder().status(400).body(Body::Empty).unwrap();
-        let v1 = serde_json::to_value(Format::V1.answer(response)).unwrap();
-        assert_eq!(v1["statusCode"], 400);
-        assert!(v1.get("cookies").is_none());
+        let response = |status| Response::builder().status(status).body(Body::Empty).unwrap();
+        let v2 = serde_json::to_value(Format::V2.answer(response(201))).unwrap();
+        assert_eq!((&v2["statusCode"], &v2["cookies"]), (&json!(201), &json!([])));
+        let v1 = serde_json::to_value(Format::V1.answer(response(400))).unwrap();
+        assert_eq!((&v1["statusCode"], v1.get("cookies")), (&json!(400), None));
     }
 }

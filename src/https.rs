@@ -1,18 +1,9 @@
-//! The function's one HTTPS client: one trust store, built once at start-up
-//! into one rustls configuration, behind one connector that both remote
-//! calls share: the JWKS fetch ([`crate::jwks`]) directly, and the AWS SDK
-//! (the DynamoDB client) through [`Https::sdk_http_client`].
-//!
-//! Which roots it trusts ([`TrustConfig`]):
-//! - by default, Mozilla's root certificates compiled into the binary
-//!   (`webpki-roots`): nothing is read or parsed at start-up, which the
-//!   benchmark measured against loading the system's bundle
-//!   (docs/performance.md);
-//! - `SSL_CERT_FILE`: the PEM bundle it names instead, as OpenSSL reads it;
-//! - `EXTRA_CA_CERTS`: PEM certificates trusted besides either, as Node.js
-//!   reads `NODE_EXTRA_CA_CERTS` (a TLS-inspecting proxy's CA, a local CA).
+//! The function's one HTTPS client: one trust store ([`TrustConfig`]:
+//! Mozilla's roots compiled in, which costs init nothing, or
+//! `SSL_CERT_FILE`, plus `EXTRA_CA_CERTS`), built once into one rustls
+//! configuration behind one connector, which the JWKS fetch uses directly
+//! and the DynamoDB client through [`Https::sdk_http_client`].
 
-use std::fmt;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
@@ -35,26 +26,13 @@ const CONNECT_TIMEOUT: Duration = Duration::from_millis(500);
 pub type Connector = hyper_rustls::HttpsConnector<HttpConnector>;
 
 /// A trust setting the function cannot start with.
-#[derive(Debug)]
+#[derive(Debug, thiserror::Error)]
+#[error("{variable} ({}): {problem}", path.display())]
 pub struct TrustError {
     variable: &'static str,
     path: PathBuf,
     problem: String,
 }
-
-impl fmt::Display for TrustError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(
-            f,
-            "{} ({}): {}",
-            self.variable,
-            self.path.display(),
-            self.problem
-        )
-    }
-}
-
-impl std::error::Error for TrustError {}
 
 /// The trust store. Every certificate of `EXTRA_CA_CERTS` must be a valid
 /// trust anchor; `SSL_CERT_FILE` is read as system bundles are, skipping
@@ -92,11 +70,7 @@ fn read_pem_certificates(
     variable: &'static str,
     path: &Path,
 ) -> Result<Vec<CertificateDer<'static>>, TrustError> {
-    let problem = |problem: String| TrustError {
-        variable,
-        path: path.to_owned(),
-        problem,
-    };
+    let problem = |problem: String| TrustError { variable, path: path.to_owned(), problem };
     let pem = std::fs::read(path).map_err(|error| problem(format!("cannot read it: {error}")))?;
     let certificates = CertificateDer::pem_slice_iter(&pem)
         .collect::<Result<Vec<_>, _>>()

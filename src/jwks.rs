@@ -6,7 +6,6 @@
 //! [`KeyRefresh::keep_last_good`].
 
 use std::collections::HashMap;
-use std::fmt;
 use std::hash::{DefaultHasher, Hash, Hasher};
 use std::sync::{Arc, RwLock};
 use std::time::{Duration, Instant};
@@ -19,12 +18,12 @@ use jsonwebtoken::jwk::{AlgorithmParameters, EllipticCurve, Jwk, PublicKeyUse};
 use jsonwebtoken::{Algorithm, DecodingKey};
 use lambda_http::http::Uri;
 use serde::Deserialize;
+use serde_json::json;
 use serde_json::value::RawValue;
-use tracing::Instrument;
-use tracing::field;
 
 use crate::config::{KeyConfig, KeyRefresh};
 use crate::https::{Connector, Https};
+use crate::xray;
 
 /// Only asymmetric signatures: `none` and HMAC are never accepted.
 pub(crate) const ACCEPTED_ALGORITHMS: [Algorithm; 3] =
@@ -53,16 +52,9 @@ pub struct KeySet {
 }
 
 /// A document that is not a JWKS at all: not JSON, or no `keys` array.
-#[derive(Debug)]
+#[derive(Debug, thiserror::Error)]
+#[error("the key set is not a JWKS: {0}")]
 pub struct NotAJwks(String);
-
-impl fmt::Display for NotAJwks {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "the key set is not a JWKS: {}", self.0)
-    }
-}
-
-impl std::error::Error for NotAJwks {}
 
 impl KeySet {
     /// Reads a JWKS entry by entry. An entry that is no usable signing key,
@@ -217,39 +209,21 @@ impl KeySource {
 }
 
 /// Why the configured key source cannot be used: the function does not start.
-#[derive(Debug)]
+#[derive(Debug, thiserror::Error)]
 pub enum KeySourceError {
+    #[error("AUTH_JWKS: {0}")]
     NotAJwks(NotAJwks),
+    #[error("AUTH_JWKS: no usable signing key (RS256, ES256 or EdDSA with a kid)")]
     NoUsableKey,
+    #[error("the JWKS URL {0:?} is not a URL")]
     NotAUrl(String),
+    #[error("the JWKS URL {0} must use https")]
     NotHttps(String),
 }
 
-impl fmt::Display for KeySourceError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            Self::NotAJwks(error) => write!(f, "AUTH_JWKS: {error}"),
-            Self::NoUsableKey => {
-                f.write_str("AUTH_JWKS: no usable signing key (RS256, ES256 or EdDSA with a kid)")
-            }
-            Self::NotAUrl(url) => write!(f, "the JWKS URL {url:?} is not a URL"),
-            Self::NotHttps(url) => write!(f, "the JWKS URL {url} must use https"),
-        }
-    }
-}
-
-impl std::error::Error for KeySourceError {}
-
-#[derive(Debug)]
+#[derive(Debug, thiserror::Error)]
+#[error("fetching the JWKS failed: {0}")]
 pub struct FetchError(String);
-
-impl fmt::Display for FetchError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "fetching the JWKS failed: {}", self.0)
-    }
-}
-
-impl std::error::Error for FetchError {}
 
 /// What the remote source knows.
 #[derive(Default)]
@@ -275,9 +249,7 @@ pub struct RemoteKeys {
 impl RemoteKeys {
     /// `url` must be `https://`, or `http://` to a loopback host.
     fn new(url: &str, refresh: KeyRefresh, https: &Https) -> Result<Self, KeySourceError> {
-        let url: Uri = url
-            .parse()
-            .map_err(|_| KeySourceError::NotAUrl(url.to_owned()))?;
+        let url: Uri = url.parse().map_err(|_| KeySourceError::NotAUrl(url.to_owned()))?;
         let loopback = matches!(url.host(), Some("127.0.0.1" | "localhost" | "[::1]"));
         match url.scheme_str() {
             Some("https") => {}
@@ -294,9 +266,7 @@ impl RemoteKeys {
     }
 
     fn read_state(&self) -> std::sync::RwLockReadGuard<'_, State> {
-        self.state
-            .read()
-            .unwrap_or_else(|poisoned| poisoned.into_inner())
+        self.state.read().unwrap_or_else(|poisoned| poisoned.into_inner())
     }
 
     /// The last good key set, while it is younger than `keep_last_good`.
@@ -339,9 +309,7 @@ impl RemoteKeys {
                 Some(_) => self.refresh.refetch_interval,
                 None => self.refresh.retry_without_keys,
             };
-            state
-                .last_attempt
-                .is_none_or(|last| last.elapsed() >= interval)
+            state.last_attempt.is_none_or(|last| last.elapsed() >= interval)
         };
         if due && let Err(error) = self.fetch().await {
             tracing::warn!(%error, "keeping the last good key set");
@@ -353,10 +321,7 @@ impl RemoteKeys {
     async fn fetch(&self) -> Result<(), FetchError> {
         let started = Instant::now();
         let fetched = self.get().await;
-        let mut state = self
-            .state
-            .write()
-            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        let mut state = self.state.write().unwrap_or_else(|poisoned| poisoned.into_inner());
         state.last_attempt = Some(Instant::now());
         state.last_failed = fetched.is_err();
         let set = fetched?;
@@ -371,21 +336,16 @@ impl RemoteKeys {
         Ok(())
     }
 
-    /// One GET of the key set, traced for X-Ray as a call to the issuer, a
-    /// subsegment named for its host.
+    /// One GET of the key set, recorded for X-Ray as a call to the issuer,
+    /// a subsegment named for its host.
     async fn get(&self) -> Result<KeySet, FetchError> {
         // X-Ray names hold no brackets: an IPv6 host without them.
         let host = self.url.host().unwrap_or("jwks").trim_matches(['[', ']']);
-        let span = tracing::info_span!(
-            target: "xray",
-            "jwks",
-            xray.name = host,
-            xray.namespace = "remote",
-            http.method = "GET",
-            http.url = %self.url,
-            http.status = field::Empty,
-            xray.outcome = field::Empty,
-        );
+        let mut call = xray::Call::start(host, "remote");
+        if let Some(call) = &mut call {
+            call.document["http"]["request"] =
+                json!({"method": "GET", "url": self.url.to_string()});
+        }
         let mut status = None;
         let exchange = async {
             let response = self
@@ -406,16 +366,14 @@ impl RemoteKeys {
                 .map_err(|_| FetchError("the body is not UTF-8".into()))?;
             KeySet::from_jwks_json(text).map_err(|error| FetchError(error.to_string()))
         };
-        let fetched = tokio::time::timeout(FETCH_TIMEOUT, exchange.instrument(span.clone()))
+        let fetched = tokio::time::timeout(FETCH_TIMEOUT, exchange)
             .await
             .map_err(|_| FetchError(format!("no complete answer within {FETCH_TIMEOUT:?}")))
             .flatten();
-        if let Some(status) = status {
-            span.record("http.status", status);
-        }
-        // No answer, or one that is not a key set: the issuer's fault.
-        if fetched.is_err() && status.is_none_or(|status| status < 400) {
-            span.record("xray.outcome", "fault");
+        if let Some(call) = &mut call {
+            // No answer, or one that is no key set: the issuer's fault.
+            let usable = |status: &u16| fetched.is_ok() || *status >= 400;
+            call.end(status.filter(usable), false);
         }
         fetched
     }
@@ -432,67 +390,41 @@ mod tests {
     }
 
     #[test]
-    fn an_unusable_key_source_is_a_typed_error_that_names_it() {
-        let url = |url: &str| KeyConfig::Url {
-            url: url.into(),
-            refresh: KeyRefresh::default(),
-        };
+    fn an_unusable_key_source_is_an_error_that_names_it() {
         let https = Https::new(&Default::default()).unwrap();
-        let error = |config| KeySource::from_config(&config, &https).err().unwrap();
-        assert!(matches!(
-            error(KeyConfig::Inline("{}".into())),
-            KeySourceError::NotAJwks(_)
-        ));
-        assert!(matches!(
-            error(KeyConfig::Inline(r#"{"keys": []}"#.into())),
-            KeySourceError::NoUsableKey
-        ));
-        assert!(matches!(
-            error(url("not a url")),
-            KeySourceError::NotAUrl(_)
-        ));
-        let plain = error(url("http://issuer.example/jwks"));
-        assert!(matches!(plain, KeySourceError::NotHttps(_)));
-        assert_eq!(
-            plain.to_string(),
-            "the JWKS URL http://issuer.example/jwks must use https"
-        );
-        assert!(KeySource::from_config(&url("http://127.0.0.1:9/jwks"), &https).is_ok());
+        let url = |url: &str| {
+            let (url, refresh) = (url.into(), KeyRefresh::default());
+            KeySource::from_config(&KeyConfig::Url { url, refresh }, &https)
+        };
+        let inline = |jwks: &str| KeySource::inline(jwks).err().unwrap().to_string();
+        assert!(inline("{}").contains("not a JWKS"));
+        assert!(inline(r#"{"keys": []}"#).contains("no usable signing key"));
+        assert!(matches!(url("not a url"), Err(KeySourceError::NotAUrl(_))));
+        let plain = url("http://issuer.example/jwks").err().unwrap().to_string();
+        assert_eq!(plain, "the JWKS URL http://issuer.example/jwks must use https");
+        assert!(url("http://127.0.0.1:9/jwks").is_ok());
     }
 
     #[test]
-    fn only_signing_keys_of_accepted_algorithms_are_kept_and_the_rest_counted() {
-        let jwks = format!(
-            r#"{{"keys": [
-                {{"kty": "oct", "kid": "hmac", "k": "c2VjcmV0"}},
-                {enc}, {mismatch}, {good},
-                {{"kty": "OKP", "crv": "Ed25519", "kid": 7, "x": "{ED25519_X}"}},
-                {{"kty": "AKP", "kid": "ml-dsa", "alg": "ML-DSA-44", "pub": "AAAA"}},
-                {{"kty": "OKP", "crv": "X25519", "kid": "x25519", "x": "{ED25519_X}"}},
-                [], "text", null
-            ]}}"#,
-            enc = okp("enc", r#", "use": "enc""#),
-            mismatch = okp("mismatch", r#", "alg": "RS256""#),
-            good = okp("good", r#", "use": "sig""#),
-        );
-        let set = KeySet::from_jwks_json(&jwks).unwrap();
+    fn a_key_set_keeps_only_unambiguous_signing_keys_of_accepted_algorithms() {
+        let other_x = "3p7bfXt9wbTTW2HC7OQ1Nz-DQ8hbeGdNrfx-FG-IK08";
+        let entries = [
+            okp("good", r#", "use": "sig""#),
+            okp("enc", r#", "use": "enc""#),
+            okp("mismatch", r#", "alg": "RS256""#),
+            okp("twice", ""),
+            okp("twice", "").replace(ED25519_X, other_x),
+            r#"{"kty": "oct", "kid": "hmac", "k": "c2VjcmV0"}"#.into(),
+            okp("7", "").replace(r#""7""#, "7"),
+            "null".into(),
+        ];
+        let set = KeySet::from_jwks_json(&format!(r#"{{"keys": [{}]}}"#, entries.join(",")));
+        let set = set.unwrap();
         assert_eq!(set.kids().collect::<Vec<_>>(), ["good"]);
-        assert_eq!(set.skipped, 9);
-    }
-
-    #[test]
-    fn only_a_document_that_is_no_jwks_is_an_error() {
-        for not_a_jwks in [
-            "not json",
-            "[]",
-            "{}",
-            r#"{"keys": {}}"#,
-            r#"{"keys": null}"#,
-        ] {
+        assert_eq!(set.skipped, entries.len() - 1);
+        for not_a_jwks in ["not json", "[]", "{}", r#"{"keys": null}"#] {
             assert!(KeySet::from_jwks_json(not_a_jwks).is_err(), "{not_a_jwks}");
         }
-        let empty = KeySet::from_jwks_json(r#"{"keys": []}"#).unwrap();
-        assert_eq!(empty.kids().count(), 0);
     }
 
     #[test]
@@ -503,34 +435,13 @@ mod tests {
         };
         let (a, b) = (okp("a", ""), okp("b", ""));
         let same = generation(&[a.clone(), b.clone()]);
-        assert_eq!(generation(&[b.clone(), a.clone()]), same, "order");
-        assert_eq!(
-            generation(&[a.replace(", ", ",  "), b.clone()]),
-            same,
-            "spacing"
-        );
-        assert_eq!(
-            generation(&[a.clone(), b.clone(), "{}".into()]),
-            same,
-            "unusable"
-        );
+        let spaced = a.replace(", ", ",  ");
+        for same_keys in
+            [[b.clone(), a.clone()], [spaced, b.clone()], [a.clone(), b.clone() + ", {}"]]
+        {
+            assert_eq!(generation(&same_keys), same, "{same_keys:?}");
+        }
         assert_ne!(generation(std::slice::from_ref(&a)), same, "a key removed");
-        assert_ne!(
-            generation(&[a.clone(), okp("c", "")]),
-            same,
-            "a kid changed"
-        );
-    }
-
-    #[test]
-    fn a_kid_claimed_by_two_keys_is_used_for_neither() {
-        let other = okp("a", "").replace(ED25519_X, "3p7bfXt9wbTTW2HC7OQ1Nz-DQ8hbeGdNrfx-FG-IK08");
-        let json = format!(
-            r#"{{"keys": [{}, {other}, {}]}}"#,
-            okp("a", ""),
-            okp("b", "")
-        );
-        let set = KeySet::from_jwks_json(&json).unwrap();
-        assert_eq!(set.kids().collect::<Vec<_>>(), ["b"]);
+        assert_ne!(generation(&[a, okp("c", "")]), same, "a kid changed");
     }
 }

@@ -20,7 +20,7 @@ use plant_store::store::{PlantStore, client_config};
 
 #[tokio::main]
 async fn main() -> Result<(), Error> {
-    let xray = plant_store::log::init_subscriber(std::io::stdout, &TelemetryConfig::from_env());
+    let xray = plant_store::log::init(std::io::stdout, &TelemetryConfig::from_env());
     let config = Config::from_env()?;
     // One trust store and connector for both remote calls (https.rs).
     let https = Https::new(&config.trust)?;
@@ -32,11 +32,9 @@ async fn main() -> Result<(), Error> {
     let api = PlantApi::new(Verifier::new(keys, &config.rules), store);
     api.prepare().await;
     let api = Arc::new(api);
-    // Falls back to the one-at-a-time loop when the variable is unset or 1,
-    // so the same binary serves both. The event stays JSON text until
-    // `PlantApi::invoke` reads it (src/event.rs), so that no event fails
-    // the invocation. Without lambda_runtime's tracing layer: the
-    // invocation's own span is `PlantApi::invoke`'s.
+    // One at a time when AWS_LAMBDA_MAX_CONCURRENCY is unset or 1. The
+    // event stays JSON text until `PlantApi::invoke` reads it, so that no
+    // event fails the invocation.
     let handler = service_fn(move |event: LambdaEvent<Incoming>| {
         let api = Arc::clone(&api);
         async move { Ok::<_, Error>(api.invoke(event.payload.get(), event.context).await) }

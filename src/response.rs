@@ -1,6 +1,5 @@
 //! The one way a response is built: a JSON body with its status, for
-//! answers and errors alike; and the one place that says what kind of
-//! answer a status is ([`Class`]), for the metrics and for X-Ray.
+//! answers and errors alike.
 
 use lambda_http::http::header::CONTENT_TYPE;
 use lambda_http::http::{HeaderValue, StatusCode};
@@ -20,31 +19,6 @@ pub(crate) fn json_response(
 pub(crate) fn json_text_response(status: StatusCode, json: String) -> Response<Body> {
     let mut response = Response::new(Body::Text(json));
     *response.status_mut() = status;
+    response.headers_mut().insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
     response
-        .headers_mut()
-        .insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
-    response
-}
-
-/// What kind of answer a status is.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Class {
-    Success,
-    /// A 4xx other than 429: the client's to mend.
-    ClientError,
-    /// 429: the client's too, and waiting helps.
-    Throttled,
-    /// A 5xx: the server's.
-    ServerError,
-}
-
-impl Class {
-    pub(crate) fn of(status: u16) -> Self {
-        match status {
-            429 => Self::Throttled,
-            400..=499 => Self::ClientError,
-            500.. => Self::ServerError,
-            _ => Self::Success,
-        }
-    }
 }

@@ -1,5 +1,7 @@
 //! The API's routes, in one table: dispatch, the `Allow` header, the 404 and
-//! 405 answers and the metrics' `Route` dimension all read it.
+//! 405 answers and the metrics' `Route` dimension all read it. A route is
+//! one row, with one operation: a path segment `{name}` matches any one
+//! segment (API Gateway gives its value in the event's `pathParameters`).
 
 use lambda_http::http::Method;
 
@@ -43,10 +45,6 @@ pub const ROUTES: [RouteSpec; 2] = [
     },
 ];
 
-/// The metrics' `Route` value of every request that matches no route, so
-/// that callers cannot create dimension values at will.
-const OTHER: &str = "other";
-
 /// A request's route, decided once from its method and path.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Route {
@@ -58,34 +56,44 @@ pub enum Route {
     NotFound,
 }
 
+/// Whether `path` has the segments of `pattern`, `{name}` matching any one.
+fn matches(pattern: &str, path: &str) -> bool {
+    let (mut pattern, mut path) = (pattern.split('/'), path.split('/'));
+    loop {
+        match (pattern.next(), path.next()) {
+            (None, None) => return true,
+            (Some(wanted), Some(segment)) if wanted == segment => {}
+            (Some(wanted), Some(segment)) if wanted.starts_with('{') && !segment.is_empty() => {}
+            _ => return false,
+        }
+    }
+}
+
 impl Route {
-    /// `path` is the route path: without a stage prefix or trailing slash.
+    /// `path` is the route path (`crate::event::route_path`).
     pub fn resolve(method: &Method, path: &str) -> Self {
-        let mut on_path = ROUTES.iter().filter(|route| route.path == path).peekable();
-        let Some(first) = on_path.peek() else {
+        let mut on_path = ROUTES.iter().filter(|route| matches(route.path, path));
+        let Some(first) = on_path.clone().next() else {
             return Self::NotFound;
         };
-        let path = first.path;
         match on_path.find(|route| route.method == *method) {
             Some(route) => Self::Found(route),
-            None => Self::MethodNotAllowed { path },
+            None => Self::MethodNotAllowed { path: first.path },
         }
     }
 
-    /// The methods a path allows, in table order.
+    /// The methods a route's path allows, in table order.
     pub fn allowed_methods(path: &str) -> Vec<&'static Method> {
-        ROUTES
-            .iter()
-            .filter(|route| route.path == path)
-            .map(|route| &route.method)
-            .collect()
+        let on_path = ROUTES.iter().filter(|route| route.path == path);
+        on_path.map(|route| &route.method).collect()
     }
 
-    /// The metrics' `Route` dimension.
+    /// The metrics' `Route` dimension: `other` for every request that
+    /// matches no route, so that callers cannot create dimension values.
     pub fn metric_name(self) -> &'static str {
         match self {
             Self::Found(route) => route.key,
-            Self::MethodNotAllowed { .. } | Self::NotFound => OTHER,
+            Self::MethodNotAllowed { .. } | Self::NotFound => "other",
         }
     }
 }
@@ -95,38 +103,25 @@ mod tests {
     use super::*;
 
     #[test]
-    fn each_route_key_is_its_method_and_path() {
+    fn requests_resolve_to_a_route_a_405_or_a_404() {
         for route in &ROUTES {
             assert_eq!(route.key, format!("{} {}", route.method, route.path));
+            assert_eq!(Route::resolve(&route.method, route.path), Route::Found(route));
         }
-    }
-
-    #[test]
-    fn requests_resolve_to_a_route_a_405_or_a_404() {
-        let list = Route::resolve(&Method::GET, "/plants");
-        assert!(matches!(list, Route::Found(route) if route.operation == Operation::ListPlants));
-        let create = Route::resolve(&Method::POST, "/plants");
-        assert!(matches!(create, Route::Found(route) if route.operation == Operation::CreatePlant));
-        assert_eq!(
-            Route::resolve(&Method::DELETE, "/plants"),
-            Route::MethodNotAllowed { path: "/plants" }
-        );
+        let not_allowed = Route::MethodNotAllowed { path: "/plants" };
+        assert_eq!(Route::resolve(&Method::DELETE, "/plants"), not_allowed);
         assert_eq!(Route::resolve(&Method::GET, "/plants/7"), Route::NotFound);
-        assert_eq!(
-            Route::allowed_methods("/plants"),
-            [&Method::GET, &Method::POST]
-        );
+        assert_eq!(Route::allowed_methods("/plants"), [&Method::GET, &Method::POST]);
+        assert_eq!((not_allowed.metric_name(), Route::NotFound.metric_name()), ("other", "other"));
     }
 
     #[test]
-    fn unknown_routes_share_one_metric_name() {
-        for (method, path, name) in [
-            (Method::GET, "/plants", "GET /plants"),
-            (Method::POST, "/plants", "POST /plants"),
-            (Method::DELETE, "/plants", "other"),
-            (Method::GET, "/other", "other"),
-        ] {
-            assert_eq!(Route::resolve(&method, path).metric_name(), name);
+    fn a_parameter_segment_matches_any_one_segment() {
+        for path in ["/plants/7", "/plants/{id}", "/plants/a%20b"] {
+            assert!(matches("/plants/{id}", path), "{path}");
+        }
+        for path in ["/plants", "/plants/", "/plants/7/x", "/other/7"] {
+            assert!(!matches("/plants/{id}", path), "{path}");
         }
     }
 }

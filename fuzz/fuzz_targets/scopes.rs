@@ -14,6 +14,7 @@ use lambda_http::http::{HeaderMap, HeaderValue, header::AUTHORIZATION};
 use libfuzzer_sys::fuzz_target;
 use plant_store::auth::{Access, Verifier};
 use plant_store::config::ScopeRules;
+use plant_store::domain::limits::MAX_TOKEN_BYTES;
 use plant_store_local_support::keys::{SigningKey, unix_now};
 use serde_json::{Value, json};
 
@@ -29,15 +30,9 @@ fn setup() -> &'static Setup {
     static SETUP: OnceLock<Setup> = OnceLock::new();
     SETUP.get_or_init(|| {
         let (key, keys) = common::signing_key();
-        let rules = common::rules(Some(ScopeRules {
-            read: READ.into(),
-            write: "plants/write".into(),
-        }));
-        Setup {
-            runtime: common::runtime(),
-            verifier: Verifier::new(keys, &rules),
-            key,
-        }
+        let rules =
+            common::rules(Some(ScopeRules { read: READ.into(), write: "plants/write".into() }));
+        Setup { runtime: common::runtime(), verifier: Verifier::new(keys, &rules), key }
     })
 }
 
@@ -49,16 +44,11 @@ fn claim(bytes: &[u8]) -> Value {
 /// What the contract says the claims grant, written independently of the
 /// function's code.
 fn grants_read(scope: &Value, scp: &Value) -> bool {
-    let in_list = |value: &Value| {
-        value
-            .as_str()
-            .is_some_and(|list| list.split(' ').any(|s| s == READ))
-    };
+    let in_list =
+        |value: &Value| value.as_str().is_some_and(|list| list.split(' ').any(|s| s == READ));
     in_list(scope)
         || in_list(scp)
-        || scp
-            .as_array()
-            .is_some_and(|items| items.iter().any(|item| item == READ))
+        || scp.as_array().is_some_and(|items| items.iter().any(|item| item == READ))
 }
 
 fuzz_target!(|data: &[u8]| {
@@ -71,21 +61,12 @@ fuzz_target!(|data: &[u8]| {
     let claims = json!({"iss": common::ISSUER, "aud": common::AUDIENCE, "sub": "fuzzer", "exp": now + 600, "scope": scope, "scp": scp});
     let token = setup.key.sign(&claims).unwrap();
     let mut headers = HeaderMap::new();
-    headers.insert(
-        AUTHORIZATION,
-        HeaderValue::from_str(&format!("Bearer {token}")).unwrap(),
-    );
-    let accepted = setup
-        .runtime
-        .block_on(setup.verifier.authenticate(&headers, Access::Read))
-        .is_ok();
+    headers.insert(AUTHORIZATION, HeaderValue::from_str(&format!("Bearer {token}")).unwrap());
+    let accepted =
+        setup.runtime.block_on(setup.verifier.authenticate(&headers, Access::Read)).is_ok();
     // Tokens over 8 KiB are refused whatever they grant.
-    if token.len() <= 8 * 1024 {
-        assert_eq!(
-            accepted,
-            grants_read(&scope, &scp),
-            "scope {scope} scp {scp}"
-        );
+    if token.len() <= MAX_TOKEN_BYTES {
+        assert_eq!(accepted, grants_read(&scope, &scp), "scope {scope} scp {scp}");
     } else {
         assert!(!accepted);
     }

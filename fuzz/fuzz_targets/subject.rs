@@ -12,6 +12,7 @@ use jsonwebtoken::{Algorithm, EncodingKey, Header};
 use lambda_http::http::{HeaderMap, HeaderValue, header::AUTHORIZATION};
 use libfuzzer_sys::fuzz_target;
 use plant_store::auth::{Access, Verifier};
+use plant_store::domain::limits::{MAX_SUBJECT_BYTES, MAX_TOKEN_BYTES};
 use plant_store_local_support::keys::unix_now;
 use serde_json::json;
 
@@ -41,7 +42,7 @@ fn setup() -> &'static Setup {
 fn usable(sub: &str) -> bool {
     sub.chars().any(|c| !c.is_whitespace())
         && sub.chars().all(|c| !c.is_control())
-        && sub.len() <= 512
+        && sub.len() <= MAX_SUBJECT_BYTES
 }
 
 fuzz_target!(|input: (bool, &str)| {
@@ -57,15 +58,10 @@ fuzz_target!(|input: (bool, &str)| {
         json!({"iss": common::ISSUER, "aud": common::AUDIENCE, "sub": sub, "exp": now + 600});
     let token = jsonwebtoken::encode(&header, &claims, &setup.encoding).unwrap();
     let mut headers = HeaderMap::new();
-    headers.insert(
-        AUTHORIZATION,
-        HeaderValue::from_str(&format!("Bearer {token}")).unwrap(),
-    );
-    let accepted = setup
-        .runtime
-        .block_on(setup.verifier.authenticate(&headers, Access::Write));
+    headers.insert(AUTHORIZATION, HeaderValue::from_str(&format!("Bearer {token}")).unwrap());
+    let accepted = setup.runtime.block_on(setup.verifier.authenticate(&headers, Access::Write));
     // Tokens over 8 KiB are refused whatever they say.
-    let expected = !critical && usable(sub) && token.len() <= 8 * 1024;
+    let expected = !critical && usable(sub) && token.len() <= MAX_TOKEN_BYTES;
     assert_eq!(accepted.is_ok(), expected, "crit {critical}, sub {sub:?}");
     if let Ok(owner) = accepted {
         assert_eq!(owner.as_str(), sub);

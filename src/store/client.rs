@@ -70,19 +70,16 @@ pub async fn client_config(https: &Https, endpoint: Option<&str>) -> aws_sdk_dyn
 mod tests {
     use std::sync::{Arc, Mutex};
 
-    use aws_sdk_dynamodb::Client;
-    use aws_sdk_dynamodb::config::interceptors::BeforeTransmitInterceptorContextRef;
-    use aws_sdk_dynamodb::config::{
-        ConfigBag, Credentials, Intercept, Region, RuntimeComponents, SharedInterceptor,
-    };
+    use aws_sdk_dynamodb::config::interceptors::BeforeTransmitInterceptorContextRef as Sending;
+    use aws_sdk_dynamodb::config::{ConfigBag, Credentials, Intercept, Region, RuntimeComponents};
     use aws_sdk_dynamodb::error::BoxError;
 
     use super::*;
 
-    /// Records the URI of the first request and stops it before it is sent,
-    /// so that no test reaches beyond this machine.
+    /// Records the URI of a request and stops it before it is sent, so
+    /// that no test reaches beyond this machine.
     #[derive(Debug, Default, Clone)]
-    struct StopBeforeSending(Arc<Mutex<Option<String>>>);
+    struct StopBeforeSending(Arc<Mutex<String>>);
 
     impl Intercept for StopBeforeSending {
         fn name(&self) -> &'static str {
@@ -91,42 +88,30 @@ mod tests {
 
         fn read_before_transmit(
             &self,
-            context: &BeforeTransmitInterceptorContextRef<'_>,
-            _components: &RuntimeComponents,
-            _config: &mut ConfigBag,
+            context: &Sending<'_>,
+            _: &RuntimeComponents,
+            _: &mut ConfigBag,
         ) -> Result<(), BoxError> {
-            *self.0.lock().unwrap() = Some(context.request().uri().to_owned());
+            *self.0.lock().unwrap() = context.request().uri().to_owned();
             Err("stopped before sending".into())
         }
     }
 
-    /// Where a Query goes with the client configured for `endpoint`.
-    async fn query_uri(endpoint: Option<&str>) -> String {
-        let stop = StopBeforeSending::default();
-        let https = Https::new(&Default::default()).unwrap();
-        let config = client_config(&https, endpoint)
-            .await
-            .to_builder()
-            .region(Region::new("eu-west-1"))
-            .credentials_provider(Credentials::new("id", "secret", None, None, "test"))
-            .interceptor(SharedInterceptor::new(stop.clone()))
-            .build();
-        let sent = Client::from_conf(config)
-            .query()
-            .table_name("plants")
-            .send();
-        assert!(sent.await.is_err(), "the interceptor stops every request");
-        let uri = stop.0.lock().unwrap().clone();
-        uri.expect("a request was built")
-    }
-
     #[tokio::test]
     async fn without_an_endpoint_the_client_goes_to_dynamodbs_regional_endpoint() {
-        assert_eq!(
-            query_uri(None).await,
-            "https://dynamodb.eu-west-1.amazonaws.com/"
-        );
-        let local = "http://172.17.0.1:8000";
-        assert_eq!(query_uri(Some(local)).await, "http://172.17.0.1:8000/");
+        let https = Https::new(&Default::default()).unwrap();
+        for (endpoint, uri) in [
+            (None, "https://dynamodb.eu-west-1.amazonaws.com/"),
+            (Some("http://172.17.0.1:8000"), "http://172.17.0.1:8000/"),
+        ] {
+            let stop = StopBeforeSending::default();
+            let config = client_config(&https, endpoint).await.to_builder();
+            let config = (config.region(Region::new("eu-west-1")))
+                .credentials_provider(Credentials::new("id", "secret", None, None, "test"))
+                .interceptor(stop.clone());
+            let client = aws_sdk_dynamodb::Client::from_conf(config.build());
+            assert!(client.query().table_name("plants").send().await.is_err());
+            assert_eq!(*stop.0.lock().unwrap(), uri);
+        }
     }
 }

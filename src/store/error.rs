@@ -4,11 +4,8 @@ use aws_sdk_dynamodb::error::{DisplayErrorContext, ProvideErrorMetadata, SdkErro
 
 /// DynamoDB's throttling error codes: try again later, and nothing was
 /// written.
-pub(super) const THROTTLING_CODES: [&str; 3] = [
-    "ProvisionedThroughputExceededException",
-    "ThrottlingException",
-    "RequestLimitExceeded",
-];
+pub(super) const THROTTLING_CODES: [&str; 3] =
+    ["ProvisionedThroughputExceededException", "ThrottlingException", "RequestLimitExceeded"];
 /// DynamoDB's own 5xx codes (which the SDK retries first): try again later,
 /// but a write may have been applied.
 const SERVER_ERROR_CODES: [&str; 2] = ["InternalServerError", "ServiceUnavailable"];
@@ -55,10 +52,6 @@ where
                 THROTTLING_CODES.contains(&code) || SERVER_ERROR_CODES.contains(&code)
             }),
         };
-        if unavailable {
-            Self::Unavailable(detail)
-        } else {
-            Self::Unexpected(detail)
-        }
+        if unavailable { Self::Unavailable(detail) } else { Self::Unexpected(detail) }
     }
 }

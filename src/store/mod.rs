@@ -1,21 +1,11 @@
 //! The DynamoDB adapter: plants in, plants out, and the bound on plants per
-//! owner. By concern: [`layout`] (the table's layout, the only place that
-//! knows it), [`client`] (the SDK client's configuration), `error` (what a
-//! failure means), `xray` (each call as an X-Ray subsegment).
-//!
-//! The bound, in two single-item writes (2 write units for an accepted
-//! create, no transaction): first the count takes a place (a conditional
-//! `UpdateItem`, `plants < max`), then the plant is put (a conditional
-//! `PutItem`, the id free). So at every instant `plants <= count <= max`:
-//! the count rises before its plant exists and falls back only when the put
-//! is known not to have happened (the id was taken, or DynamoDB refused
-//! it). A crash, a timeout or the deadline between the two writes leaves
-//! the count one high, never low: the bound stays strict, and
-//! `plant-store-admin recount` repairs it. With the bound off a create is
-//! the conditional put alone (1 write unit).
+//! owner (docs/contract.md says how it stays strict in two single-item
+//! writes). By concern: [`layout`] (the table's layout), [`client`] (the SDK
+//! client's configuration), `error` (what a failure means), `xray` (each
+//! call as an X-Ray subsegment).
 
 use std::num::NonZeroU32;
-use std::time::Duration;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use aws_sdk_dynamodb::Client;
 use aws_sdk_dynamodb::operation::put_item::PutItemError;
@@ -41,21 +31,30 @@ use layout::{
 /// slow or unreachable.
 const WARM_UP_TIMEOUT: Duration = Duration::from_secs(1);
 
+/// What answering takes after the store gives up (the response, the log
+/// lines, handing it back to Lambda), kept free of the invocation's time.
+const ANSWER_MARGIN: Duration = Duration::from_millis(300);
+
 /// When a request's store work must be over: past it the answer is 503.
 #[derive(Debug, Clone, Copy)]
 pub struct Deadline(tokio::time::Instant);
 
 impl Deadline {
-    /// `left` from now, and never later than [`STORE_BUDGET`] from now.
-    pub fn within(left: Duration) -> Self {
+    /// The deadline of the store's work for an invocation whose own ends at
+    /// `invocation_ms` (since the Unix epoch: `Lambda-Runtime-Deadline-Ms`):
+    /// that less [`ANSWER_MARGIN`], and at most [`STORE_BUDGET`] from now.
+    /// One already past is none: Lambda never hands out such an invocation,
+    /// while emulators send a constant (`cargo lambda watch`: 600000), and
+    /// tests 0.
+    pub fn before(invocation_ms: u64) -> Self {
+        let now_ms = SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .map_or(0, |now| u64::try_from(now.as_millis()).unwrap_or(u64::MAX));
+        let left = match invocation_ms.checked_sub(now_ms) {
+            Some(left) if left > 0 => Duration::from_millis(left).saturating_sub(ANSWER_MARGIN),
+            _ => STORE_BUDGET,
+        };
         Self(tokio::time::Instant::now() + left.min(STORE_BUDGET))
-    }
-
-    /// How long is left.
-    #[cfg(test)]
-    pub(crate) fn left(self) -> Duration {
-        self.0
-            .saturating_duration_since(tokio::time::Instant::now())
     }
 
     /// `work`, or [`StoreError::Unavailable`] when the deadline passes first
@@ -64,13 +63,11 @@ impl Deadline {
         self,
         work: impl Future<Output = Result<T, StoreError>>,
     ) -> Result<T, StoreError> {
-        tokio::time::timeout_at(self.0, work)
-            .await
-            .unwrap_or_else(|_| {
-                Err(StoreError::Unavailable(
-                    "the request's deadline passed before the store answered".into(),
-                ))
-            })
+        tokio::time::timeout_at(self.0, work).await.unwrap_or_else(|_| {
+            Err(StoreError::Unavailable(
+                "the request's deadline passed before the store answered".into(),
+            ))
+        })
     }
 }
 
@@ -102,11 +99,7 @@ pub struct PlantStore {
 impl PlantStore {
     /// `max_plants_per_owner` 0 turns the bound off.
     pub fn new(client: Client, table: impl Into<String>, max_plants_per_owner: u32) -> Self {
-        Self {
-            client,
-            table: table.into(),
-            bound: NonZeroU32::new(max_plants_per_owner),
-        }
+        Self { client, table: table.into(), bound: NonZeroU32::new(max_plants_per_owner) }
     }
 
     /// The store with each of its DynamoDB calls recorded as an X-Ray
@@ -114,11 +107,8 @@ impl PlantStore {
     /// X-Ray is on, so that no call pays for it otherwise.
     pub fn traced(self) -> Self {
         let traced = self.client.config().to_builder();
-        let traced = traced.interceptor(xray::DynamoDbCalls::new(&self.table));
-        Self {
-            client: Client::from_conf(traced.build()),
-            ..self
-        }
+        let traced = traced.interceptor(xray::Traced(self.table.clone()));
+        Self { client: Client::from_conf(traced.build()), ..self }
     }
 
     /// How many plants one owner may store (0: no bound).
@@ -237,9 +227,7 @@ impl PlantStore {
             let stored = failed.item().ok_or_else(|| {
                 StoreError::Unexpected("condition failed without the stored item".into())
             })?;
-            return Ok(Put::Taken(
-                plant_from_item(stored).map_err(StoreError::Unexpected)?,
-            ));
+            return Ok(Put::Taken(plant_from_item(stored).map_err(StoreError::Unexpected)?));
         }
         if refused_unwritten(&error) {
             return Ok(Put::Refused(error.into()));
@@ -274,33 +262,21 @@ impl PlantStore {
         after: Option<PlantId>,
         deadline: Deadline,
     ) -> Result<Page, StoreError> {
-        deadline.run(self.list_now(owner, limit, after)).await
-    }
-
-    async fn list_now(
-        &self,
-        owner: &Owner,
-        limit: Limit,
-        after: Option<PlantId>,
-    ) -> Result<Page, StoreError> {
         let wanted = limit.get();
         let mut rows: Vec<(PlantId, Plant)> = Vec::with_capacity(wanted + 1);
         let mut start_key = after.map(|id| item_key(owner, id));
         loop {
             let remaining = i32::try_from(wanted + 1 - rows.len()).unwrap_or(i32::MAX);
-            let page = self
+            let query = self
                 .query_partition(owner.as_str().to_owned())
                 // Read your writes: a plant answered 200 is in the next listing.
                 .consistent_read(true)
-                .scan_index_forward(true)
                 .limit(remaining)
-                .set_exclusive_start_key(start_key)
-                .send()
-                .await?;
+                .set_exclusive_start_key(start_key);
+            let page = deadline.run(async { Ok(query.send().await?) }).await?;
             for item in page.items() {
                 if let Some(id) = plant_id(item) {
-                    let plant = plant_from_item(item).map_err(StoreError::Unexpected)?;
-                    rows.push((id, plant));
+                    rows.push((id, plant_from_item(item).map_err(StoreError::Unexpected)?));
                 }
             }
             match page.last_evaluated_key {
@@ -308,17 +284,10 @@ impl PlantStore {
                 _ => break,
             }
         }
-        let more = rows.len() > wanted;
+        let next_after = (rows.len() > wanted).then(|| rows[wanted - 1].0);
         rows.truncate(wanted);
-        let next_after = if more {
-            rows.last().map(|(id, _)| *id)
-        } else {
-            None
-        };
-        Ok(Page {
-            plants: rows.into_iter().map(|(_, plant)| plant).collect(),
-            next_after,
-        })
+        let plants = rows.into_iter().map(|(_, plant)| plant).collect();
+        Ok(Page { plants, next_after })
     }
 
     /// A Query of one partition: its key alone, so that DynamoDB does no
@@ -351,5 +320,30 @@ impl From<Put> for Result<Created, StoreError> {
             Put::Taken(stored) => Ok(Created::AlreadyStored(stored)),
             Put::Refused(error) => Err(error),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn a_deadline_is_the_invocations_less_the_margin_and_at_most_the_budget() {
+        let now_ms = SystemTime::now().duration_since(UNIX_EPOCH).unwrap().as_millis() as u64;
+        let left = |invocation_ms| {
+            let deadline: Deadline = Deadline::before(invocation_ms);
+            deadline.0.saturating_duration_since(tokio::time::Instant::now())
+        };
+        let near = |left: Duration, wanted: Duration| {
+            assert!(left.abs_diff(wanted) < Duration::from_millis(50), "{left:?}, {wanted:?}");
+        };
+        // No deadline, or one already past (an emulator's): the budget.
+        for invocation_ms in [0, 600_000, now_ms - 1] {
+            near(left(invocation_ms), STORE_BUDGET);
+        }
+        // Lambda's: what is left, less the margin, within the budget.
+        near(left(now_ms + 10_000), STORE_BUDGET);
+        near(left(now_ms + 1_500), Duration::from_millis(1_500) - ANSWER_MARGIN);
+        near(left(now_ms + 100), Duration::ZERO);
     }
 }

@@ -33,11 +33,7 @@ async fn measure(
 ) -> Outcome {
     let started = Instant::now();
     let response = response.await;
-    let outcome = Outcome {
-        response,
-        elapsed: started.elapsed(),
-        attempts: app.dynamodb_calls(),
-    };
+    let outcome = Outcome { response, elapsed: started.elapsed(), attempts: app.dynamodb_calls() };
     eprintln!(
         "fault case {case}: {} in {:.0} ms after {} attempt(s)",
         outcome.response.status,
@@ -57,20 +53,9 @@ async fn post_through(first: &[Fault], then: Fault, case: &str) -> (TestApp, Fau
 fn assert_unavailable(outcome: &Outcome) {
     outcome.response.assert_error(503, "Retry-After");
     assert_eq!(outcome.response.header("retry-after"), Some("1"));
-    assert!(
-        outcome.elapsed < ANSWER_WITHIN,
-        "answered after {:?}",
-        outcome.elapsed
-    );
+    assert!(outcome.elapsed < ANSWER_WITHIN, "answered after {:?}", outcome.elapsed);
     let body = outcome.response.body.to_string();
-    for secret in [
-        "Throughput",
-        "dispatch",
-        "timeout",
-        "plants-",
-        "127.0.0.1",
-        "alice",
-    ] {
+    for secret in ["Throughput", "dispatch", "timeout", "plants-", "127.0.0.1", "alice"] {
         assert!(!body.contains(secret), "503 body leaks {secret:?}: {body}");
     }
 }
@@ -84,10 +69,7 @@ async fn two_throttles_then_success_writes_the_plant_once() {
     )
     .await;
     assert_eq!(outcome.response.status, 200, "{}", outcome.response.body);
-    assert_eq!(
-        outcome.response.body,
-        json!({"name": "Fern", "tag": "green"})
-    );
+    assert_eq!(outcome.response.body, json!({"name": "Fern", "tag": "green"}));
     // The count's update took three attempts, then the put one.
     assert_eq!(outcome.attempts, 4);
     assert_eq!(proxy.requests(), 4, "the proxy saw every attempt");
@@ -110,16 +92,8 @@ async fn a_hanging_store_is_a_503_inside_the_timeout_not_a_lambda_timeout() {
     let (app, _proxy, outcome) = post_through(&[], Fault::Hang, "store hangs").await;
     assert_unavailable(&outcome);
     // Each attempt waited its 1 s before the next; the operation gave up in time.
-    assert!(
-        outcome.elapsed >= Duration::from_secs(1),
-        "{:?}",
-        outcome.elapsed
-    );
-    assert!(
-        (2..=MAX_ATTEMPTS as usize).contains(&outcome.attempts),
-        "{}",
-        outcome.attempts
-    );
+    assert!(outcome.elapsed >= Duration::from_secs(1), "{:?}", outcome.elapsed);
+    assert!((2..=MAX_ATTEMPTS as usize).contains(&outcome.attempts), "{}", outcome.attempts);
     assert!(app.stored_items().await.is_empty());
 }
 
@@ -144,17 +118,9 @@ async fn a_reset_then_success_is_retried_and_written_once() {
 #[tokio::test]
 async fn a_refused_connection_is_a_503() {
     // A port that was just free: nothing listens there.
-    let closed = std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap();
+    let closed = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap();
     let app = TestApp::with_store_endpoint(&format!("http://{closed}")).await;
-    let outcome = measure(
-        "connection refused",
-        &app,
-        app.post(&bearer("alice"), PLANT),
-    )
-    .await;
+    let outcome = measure("connection refused", &app, app.post(&bearer("alice"), PLANT)).await;
     assert_unavailable(&outcome);
     assert_eq!(outcome.attempts, MAX_ATTEMPTS as usize);
 }
@@ -183,12 +149,8 @@ async fn dynamodb_failing_on_its_side_is_a_503_after_retries() {
 async fn listing_under_persistent_throttling_is_a_503_too() {
     let proxy = FaultProxy::start(&TestApp::dynamodb_url(), &[], Fault::Throttle).await;
     let app = TestApp::with_store_endpoint(&proxy.url).await;
-    let outcome = measure(
-        "listing, persistent throttling",
-        &app,
-        app.get(&bearer("alice"), "limit=5"),
-    )
-    .await;
+    let outcome =
+        measure("listing, persistent throttling", &app, app.get(&bearer("alice"), "limit=5")).await;
     assert_unavailable(&outcome);
     assert_eq!(outcome.attempts, MAX_ATTEMPTS as usize);
 }
@@ -212,9 +174,7 @@ async fn warming_up_makes_one_read_and_changes_nothing() {
     app.create("alice", json!({"id": 1, "name": "Fern"})).await;
     let before = app.stored_items().await;
     let (client, calls) = counted_dynamodb_client(None).await;
-    PlantStore::new(client, &app.table, DEFAULT_MAX_PLANTS_PER_OWNER)
-        .warm_up()
-        .await;
+    PlantStore::new(client, &app.table, DEFAULT_MAX_PLANTS_PER_OWNER).warm_up().await;
     assert_eq!(calls.count(), 1);
     assert_eq!(app.stored_items().await, before);
 }
@@ -253,17 +213,11 @@ fn seeding_calls(bound: u32, seeded: i64) -> usize {
     usize::try_from(seeded).unwrap() * per_plant
 }
 
-#[tokio::test]
-async fn every_operation_ends_inside_the_budget_when_its_next_call_hangs() {
-    let cases = [
+/// Each operation's calls, the last of them hanging.
+fn hangs() -> [Hang; 5] {
+    [
         // The count taken, the put hangs: 503, the count one high.
-        Hang {
-            case: "create: the put",
-            bound: BOUND,
-            seeded: 0,
-            request: create_new,
-            status: 503,
-        },
+        Hang { case: "create: the put", bound: BOUND, seeded: 0, request: create_new, status: 503 },
         // The only call, with the bound off.
         Hang {
             case: "create without the bound",
@@ -289,15 +243,13 @@ async fn every_operation_ends_inside_the_budget_when_its_next_call_hangs() {
             request: create_clash,
             status: 409,
         },
-        Hang {
-            case: "list",
-            bound: BOUND,
-            seeded: 1,
-            request: list,
-            status: 503,
-        },
-    ];
-    for hang in cases {
+        Hang { case: "list", bound: BOUND, seeded: 1, request: list, status: 503 },
+    ]
+}
+
+#[tokio::test]
+async fn every_operation_ends_inside_the_budget_when_its_next_call_hangs() {
+    for hang in hangs() {
         // The request's own calls before the hang.
         let calls_before = match hang.case {
             "create: the put" | "create at the bound: the read" => 1,
@@ -308,41 +260,23 @@ async fn every_operation_ends_inside_the_budget_when_its_next_call_hangs() {
         let proxy = FaultProxy::start(&TestApp::dynamodb_url(), &first, Fault::Hang).await;
         let app = TestApp::with_store_endpoint_and_bound(&proxy.url, hang.bound).await;
         for id in 1..=hang.seeded {
-            app.create("alice", json!({"id": id, "name": format!("Plant {id}")}))
-                .await;
+            app.create("alice", json!({"id": id, "name": format!("Plant {id}")})).await;
         }
         let started = Instant::now();
         let response = app.invoke(&(hang.request)().event()).await;
         let elapsed = started.elapsed();
         eprintln!("{}: {} after {elapsed:?}", hang.case, response.status);
-        assert_eq!(
-            response.status, hang.status,
-            "{}: {}",
-            hang.case, response.body
-        );
-        assert!(
-            elapsed < WITHIN_BUDGET,
-            "{}: answered after {elapsed:?}",
-            hang.case
-        );
+        assert_eq!(response.status, hang.status, "{}: {}", hang.case, response.body);
+        assert!(elapsed < WITHIN_BUDGET, "{}: answered after {elapsed:?}", hang.case);
         if hang.status == 503 {
             assert_eq!(response.header("retry-after"), Some("1"), "{}", hang.case);
         }
         // Nothing was written that the answer does not say, and the count
         // is never below the plants.
         let plants = app.stored_items().await.len();
-        assert_eq!(
-            plants,
-            usize::try_from(hang.seeded).unwrap(),
-            "{}",
-            hang.case
-        );
+        assert_eq!(plants, usize::try_from(hang.seeded).unwrap(), "{}", hang.case);
         for count in app.stored_plant_counts().await {
-            assert!(
-                count["plants"].as_u64().unwrap() >= plants as u64,
-                "{}",
-                hang.case
-            );
+            assert!(count["plants"].as_u64().unwrap() >= plants as u64, "{}", hang.case);
         }
     }
 }
@@ -361,17 +295,11 @@ async fn every_operation_under_persistent_throttling_ends_inside_the_budget() {
         let elapsed = started.elapsed();
         eprintln!("{case} throttled: {} after {elapsed:?}", response.status);
         response.assert_error(503, "Retry-After");
-        assert!(
-            elapsed < WITHIN_BUDGET,
-            "{case}: answered after {elapsed:?}"
-        );
+        assert!(elapsed < WITHIN_BUDGET, "{case}: answered after {elapsed:?}");
         assert!(app.stored_items().await.is_empty());
         // A throttled put wrote nothing, so its count was given back.
         let counts: Vec<Value> = app.stored_plant_counts().await;
-        assert!(
-            counts.iter().all(|count| count["plants"] == 0),
-            "{case}: {counts:?}"
-        );
+        assert!(counts.iter().all(|count| count["plants"] == 0), "{case}: {counts:?}");
     }
 }
 
@@ -379,19 +307,14 @@ async fn every_operation_under_persistent_throttling_ends_inside_the_budget() {
 async fn the_invocations_own_deadline_cuts_the_budget_short() {
     let proxy = FaultProxy::start(&TestApp::dynamodb_url(), &[], Fault::Hang).await;
     let app = TestApp::with_store_endpoint(&proxy.url).await;
-    let now_ms = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .unwrap()
-        .as_millis();
+    let now_ms =
+        std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_millis();
     let mut context = Context::default();
     context.deadline = u64::try_from(now_ms).unwrap() + 1500;
     let started = Instant::now();
     let response = app.invoke_in(&list().event(), context).await;
     let elapsed = started.elapsed();
-    eprintln!(
-        "1.5 s left in the invocation: {} after {elapsed:?}",
-        response.status
-    );
+    eprintln!("1.5 s left in the invocation: {} after {elapsed:?}", response.status);
     response.assert_error(503, "Retry-After");
     // Before the invocation's deadline, with room to answer.
     assert!(elapsed < Duration::from_millis(1400), "{elapsed:?}");

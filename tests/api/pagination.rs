@@ -15,8 +15,7 @@ fn plant_name(id: i64) -> String {
 async fn create_plants(app: &TestApp, owner: &str, ids: impl IntoIterator<Item = i64>) {
     futures::stream::iter(ids)
         .for_each_concurrent(32, |id| async move {
-            app.create(owner, json!({"id": id, "name": plant_name(id)}))
-                .await;
+            app.create(owner, json!({"id": id, "name": plant_name(id)})).await;
         })
         .await;
 }
@@ -51,10 +50,7 @@ async fn follow_pages(app: &TestApp, owner: &str, limit: usize) -> (Vec<Value>, 
         names.extend(page.iter().map(|plant| plant["name"].clone()));
         next = next_link(&response);
         if let Some(next) = &next {
-            assert!(
-                next.starts_with(&format!("/plants?limit={limit}&cursor=")),
-                "{next}"
-            );
+            assert!(next.starts_with(&format!("/plants?limit={limit}&cursor=")), "{next}");
         }
     }
     (names, sizes, most_calls)
@@ -68,11 +64,7 @@ async fn following_next_visits_2500_plants_once_in_order_with_bounded_calls() {
     for limit in [1, 7, 100, 1000] {
         let (names, sizes, most_calls) = follow_pages(&app, "alice", limit).await;
         assert_eq!(names, expected, "limit {limit}");
-        assert_eq!(
-            sizes.len(),
-            2500usize.div_ceil(limit),
-            "pages at limit {limit}"
-        );
+        assert_eq!(sizes.len(), 2500usize.div_ceil(limit), "pages at limit {limit}");
         assert!(sizes.iter().all(|&size| size <= limit));
         // One Query per page here (well under DynamoDB's 1 MB page): never a
         // read of the whole partition to serve one page.
@@ -96,11 +88,7 @@ async fn the_last_page_has_no_link_even_when_it_is_exactly_full() {
     // The default limit is named in the link too.
     create_plants(&app, "alice", 11..=120).await;
     let default = app.get(&bearer("alice"), "").await;
-    assert!(
-        next_link(&default)
-            .unwrap()
-            .starts_with("/plants?limit=100&cursor=")
-    );
+    assert!(next_link(&default).unwrap().starts_with("/plants?limit=100&cursor="));
 }
 
 #[tokio::test]
@@ -108,11 +96,7 @@ async fn the_link_keeps_the_path_the_caller_saw() {
     let app = TestApp::new().await;
     create_plants(&app, "alice", 1..=3).await;
     let response = get_path(&app, "alice", "/plants/?limit=2").await;
-    assert!(
-        next_link(&response)
-            .unwrap()
-            .starts_with("/plants/?limit=2&cursor=")
-    );
+    assert!(next_link(&response).unwrap().starts_with("/plants/?limit=2&cursor="));
 }
 
 #[tokio::test]
@@ -131,10 +115,8 @@ async fn plants_added_between_pages_do_not_repeat_or_hide_others() {
     }
     let mut expected: Vec<i64> = (0..20).map(|n| n * 2).chain([11, 13, 99]).collect();
     expected.sort();
-    let expected: Vec<Value> = expected
-        .into_iter()
-        .map(|id| json!({"name": plant_name(id)}))
-        .collect();
+    let expected: Vec<Value> =
+        expected.into_iter().map(|id| json!({"name": plant_name(id)})).collect();
     assert_eq!(names, expected);
 }
 
@@ -145,19 +127,14 @@ async fn a_cursor_taken_by_one_owner_only_moves_within_the_callers_plants() {
     futures::stream::iter(1..=10)
         .for_each_concurrent(10, |id| {
             let app = &app;
-            async move {
-                app.create("bob", json!({"id": id, "name": format!("bob's {id}")}))
-                    .await
-            }
+            async move { app.create("bob", json!({"id": id, "name": format!("bob's {id}")})).await }
         })
         .await;
     let alices_page = app.get(&bearer("alice"), "limit=5").await;
     let alices_next = next_link(&alices_page).unwrap();
     let bobs_view = get_path(&app, "bob", &alices_next).await;
     assert_eq!(bobs_view.status, 200);
-    let expected: Vec<Value> = (6..=10)
-        .map(|id| json!({"name": format!("bob's {id}")}))
-        .collect();
+    let expected: Vec<Value> = (6..=10).map(|id| json!({"name": format!("bob's {id}")})).collect();
     assert_eq!(bobs_view.body, json!(expected));
 }
 
@@ -168,18 +145,10 @@ async fn a_well_formed_cursor_at_any_id_answers_the_callers_plants_after_it() {
     create_plants(&app, "alice", ids).await;
     for (at, after) in ids.iter().enumerate() {
         let cursor = Cursor::after(PlantId::new(*after)).encode();
-        let page = app
-            .get(&bearer("alice"), &format!("limit=1000&cursor={cursor}"))
-            .await;
-        let expected: Vec<Value> = ids[at + 1..]
-            .iter()
-            .map(|id| json!({"name": plant_name(*id)}))
-            .collect();
-        assert_eq!(
-            (page.status, &page.body),
-            (200, &json!(expected)),
-            "after {after}"
-        );
+        let page = app.get(&bearer("alice"), &format!("limit=1000&cursor={cursor}")).await;
+        let expected: Vec<Value> =
+            ids[at + 1..].iter().map(|id| json!({"name": plant_name(*id)})).collect();
+        assert_eq!((page.status, &page.body), (200, &json!(expected)), "after {after}");
         assert_eq!(next_link(&page), None);
     }
 }
@@ -207,12 +176,39 @@ async fn malformed_cursors_get_400_before_any_dynamodb_call() {
         let calls_before = app.dynamodb_calls();
         let response = app.get(&bearer("alice"), &query).await;
         response.assert_error(400, "`cursor`");
-        assert_eq!(
-            app.dynamodb_calls(),
-            calls_before,
-            "{query}: DynamoDB was called"
-        );
+        assert_eq!(app.dynamodb_calls(), calls_before, "{query}: DynamoDB was called");
     }
     // The untouched cursor still works.
     assert_eq!(get_path(&app, "alice", &target).await.status, 200);
+}
+
+/// Lambda's limit on a synchronous invocation's response payload: 6 MB.
+const LAMBDA_RESPONSE_BYTES: usize = 6 * 1024 * 1024;
+
+#[test]
+fn the_largest_page_fits_lambdas_response_payload_with_a_tenth_to_spare() {
+    use lambda_http::{Body, http::Response};
+    use plant_store::domain::NewPlant;
+    use plant_store::domain::limits::{LIMIT_MAX, NAME_MAX_CHARS, TAG_MAX_CHARS};
+    // `"` takes the most bytes of any character in the payload: escaped in
+    // the page, and again in the payload's `body` string (4 bytes, as many
+    // as the widest UTF-8 character takes unescaped).
+    let widest = |chars: usize| "\"".repeat(chars);
+    let body =
+        json!({"id": i64::MIN, "name": widest(NAME_MAX_CHARS), "tag": widest(TAG_MAX_CHARS)});
+    let plant = NewPlant::from_json(body.to_string().as_bytes()).unwrap().plant;
+    let page = serde_json::to_string(&vec![plant; LIMIT_MAX]).unwrap();
+    let cursor = Cursor::after(PlantId::new(i64::MIN)).encode();
+    let link = format!("</plants?limit={LIMIT_MAX}&cursor={cursor}>; rel=\"next\"");
+    let response = || {
+        let response = Response::builder().header("content-type", "application/json");
+        response.header("link", &link).body(Body::Text(page.clone())).unwrap()
+    };
+    let largest = [plant_store::event::Format::V1, plant_store::event::Format::V2]
+        .map(|format| serde_json::to_string(&format.answer(response())).unwrap().len())
+        .into_iter()
+        .max()
+        .unwrap();
+    eprintln!("the largest page's payload: {largest} bytes of {LAMBDA_RESPONSE_BYTES}");
+    assert!(largest <= LAMBDA_RESPONSE_BYTES / 10 * 9, "{largest} bytes");
 }
