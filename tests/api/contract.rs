@@ -282,3 +282,34 @@ async fn a_body_that_is_not_utf8_gets_400_and_writes_nothing() {
     app.invoke(&event.to_string()).await.assert_error(400, "not valid JSON");
     assert!(app.stored_items().await.is_empty());
 }
+
+/// Lambda's limit on a synchronous invocation's response payload: 6 MB.
+const LAMBDA_RESPONSE_BYTES: usize = 6 * 1024 * 1024;
+
+#[test]
+fn the_largest_page_fits_lambdas_response_payload_with_a_tenth_to_spare() {
+    use lambda_http::{Body, http::Response};
+    use plant_store::domain::NewPlant;
+    use plant_store::domain::limits::{LIMIT_MAX, NAME_MAX_CHARS, TAG_MAX_CHARS};
+    // `"` takes the most bytes of any character in the payload: escaped in
+    // the page, and again in the payload's `body` string (4 bytes, as many
+    // as the widest UTF-8 character takes unescaped).
+    let widest = |chars: usize| "\"".repeat(chars);
+    let body =
+        json!({"id": i64::MIN, "name": widest(NAME_MAX_CHARS), "tag": widest(TAG_MAX_CHARS)});
+    let plant = NewPlant::from_json(body.to_string().as_bytes()).unwrap().plant;
+    let page = serde_json::to_string(&vec![plant; LIMIT_MAX]).unwrap();
+    let cursor = plant_store::domain::Cursor::after(plant_store::domain::PlantId::new(0)).encode();
+    let link = format!("</plants?limit={LIMIT_MAX}&cursor={cursor}>; rel=\"next\"");
+    let response = || {
+        let response = Response::builder().header("content-type", "application/json");
+        response.header("link", &link).body(Body::Text(page.clone())).unwrap()
+    };
+    let largest = [plant_store::event::Format::V1, plant_store::event::Format::V2]
+        .map(|format| serde_json::to_string(&format.answer(response())).unwrap().len())
+        .into_iter()
+        .max()
+        .unwrap();
+    eprintln!("the largest page's payload: {largest} bytes of {LAMBDA_RESPONSE_BYTES}");
+    assert!(largest <= LAMBDA_RESPONSE_BYTES / 10 * 9, "{largest} bytes");
+}
