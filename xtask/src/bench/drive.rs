@@ -12,8 +12,10 @@ use plant_store_local_support::process::output;
 use plant_store_local_support::runtime_api::LambdaProcess;
 use serde_json::{Value, json};
 
-use super::billing::billed;
-use super::report::{median, percentile, render_cold, write_results};
+use plant_store_local_support::runtime_api::CpuShare;
+
+use super::billing::{billed, cost_per_million};
+use super::report::{mean, median, percentile, render_cold, render_share, write_results};
 use super::{Measured, Settings, Setup, TABLE};
 
 /// The DynamoDB Local JVM speeds up as it compiles its hot paths: warm
@@ -82,9 +84,9 @@ struct ColdSamples {
 impl ColdSamples {
     /// The figures of `function`, whose warm environment is `warm`.
     fn figures(self, function: &Measured, warm: &LambdaProcess) -> Result<Value> {
-        let mean = |units: Vec<f64>| units.iter().sum::<f64>() / units.len().max(1) as f64;
-        let post_write_units = mean(self.post_units.iter().map(|units| units.0).collect());
-        let get_read_units = mean(self.get_units.iter().map(|units| units.1).collect());
+        let post_write_units =
+            mean(&self.post_units.iter().map(|units| units.0).collect::<Vec<_>>());
+        let get_read_units = mean(&self.get_units.iter().map(|units| units.1).collect::<Vec<_>>());
         let cpu = |samples: Vec<f64>| (!samples.is_empty()).then(|| median(samples));
         Ok(json!({
             "cpu_get_us": cpu(self.get_cpu),
@@ -92,6 +94,10 @@ impl ColdSamples {
             "init_ms": median(self.init),
             "first_invocation_ms": median(self.first),
             "cold_total_ms": median(self.total),
+            "warm_get_mean_ms": mean(&self.get),
+            "warm_post_mean_ms": mean(&self.post),
+            "cost_per_million_gets_usd": cost_per_million(&self.get),
+            "cost_per_million_posts_usd": cost_per_million(&self.post),
             "warm_get_p50_ms": percentile(self.get.clone(), 0.50),
             "warm_get_p99_ms": percentile(self.get, 0.99),
             "warm_post_p50_ms": percentile(self.post.clone(), 0.50),
@@ -104,96 +110,140 @@ impl ColdSamples {
     }
 }
 
+/// The functions of `setup` at full CPU, or at the CPU share of a
+/// function of `share` MB of memory (those `settings` names for it): cold
+/// starts interleaved with warm requests.
 pub async fn cold_start(
     setup: &Setup,
     settings: &Settings,
     extra: serde_json::Map<String, Value>,
+    share: Option<u64>,
 ) -> Result {
+    let Some((functions, shares)) = at_share(setup, settings, share) else {
+        let report = "cold_start at the 128 MB share: unavailable on this platform (it needs a Linux cgroup, as root)";
+        return write_results(&setup.results_dir, "cold_start_128mb", report, &json!({}));
+    };
     // One warm environment per function, kept for the whole run.
     let mut warm = Vec::new();
-    for function in &setup.functions {
-        warm.push(LambdaProcess::start(&command_of(&function.binary), &function.env).await);
+    for (function, share) in functions.iter().zip(&shares) {
+        let command = command_of(&function.binary);
+        warm.push(LambdaProcess::start_in(&command, &function.env, share.as_ref()).await);
     }
-    let mut samples: Vec<ColdSamples> =
-        setup.functions.iter().map(|_| Default::default()).collect();
+    let mut samples: Vec<ColdSamples> = functions.iter().map(|_| Default::default()).collect();
+    let measured = Measuring { setup, functions: &functions, shares: &shares, warm: &warm };
     for turn in 0..settings.prime {
-        warm_round(setup, &warm, turn, None).await?;
+        measured.warm_round(turn, None).await?;
     }
     // Each round: one cold start of every function (in a rotating order),
     // then a share of the warm requests, so that cold and warm figures meet
     // the same machine and the same store.
     let per_round = settings.warm.div_ceil(settings.rounds);
     for round in 0..settings.rounds {
-        cold_round(setup, round, &mut samples).await?;
+        measured.cold_round(round, &mut samples).await?;
         for turn in 0..per_round {
-            warm_round(setup, &warm, turn, Some(&mut samples[..])).await?;
+            measured.warm_round(turn, Some(&mut samples[..])).await?;
         }
     }
-    let mut functions = serde_json::Map::new();
-    for ((function, cold), warm) in setup.functions.iter().zip(samples).zip(&warm) {
-        functions.insert(function.name.clone(), cold.figures(function, warm)?);
+    let mut figures_of = serde_json::Map::new();
+    for ((function, cold), warm) in functions.iter().zip(samples).zip(&warm) {
+        figures_of.insert(function.name.clone(), cold.figures(function, warm)?);
     }
     let mut figures = json!({
         "rounds": settings.rounds,
         "warm_requests": per_round * settings.rounds,
-        "functions": functions,
+        "functions": figures_of,
         // Checked against X-Ray's schema as they arrive.
         "xray_documents": setup.xray.documents().len(),
     });
     figures.as_object_mut().unwrap().extend(extra);
-    let report = render_cold(&figures);
-    write_results(&setup.results_dir, "cold_start", &report, &figures)
-}
-
-/// One cold start of every function, in an order that rotates with `round`.
-async fn cold_round(setup: &Setup, round: usize, samples: &mut [ColdSamples]) -> Result {
-    let count = setup.functions.len();
-    for index in (0..count).map(|offset| (round + offset) % count) {
-        let function = &setup.functions[index];
-        let process = LambdaProcess::start(&command_of(&function.binary), &function.env).await;
-        let (first, _) = invoke_ok(&process, function, &function.get_event).await?;
-        let cold = &mut samples[index];
-        cold.init.push(ms(process.init_duration()));
-        cold.first.push(ms(first));
-        cold.total.push(ms(process.init_duration() + first));
-    }
-    Ok(())
-}
-
-/// A warm GET and POST to every function's warm environment, recorded in
-/// `samples` if given.
-async fn warm_round(
-    setup: &Setup,
-    warm: &[LambdaProcess],
-    turn: usize,
-    mut samples: Option<&mut [ColdSamples]>,
-) -> Result {
-    // In an order that rotates with `turn`: no function always follows the
-    // cold starts, or any other function.
-    let count = setup.functions.len();
-    for index in (0..count).map(|offset| (turn + offset) % count) {
-        let function = &setup.functions[index];
-        // A new plant for each function: every POST is an accepted create
-        // (the same id again would be a retry, another path).
-        let post = post_event(&function.post_template, next_plant_id());
-        let before_get = setup.recorder.call_count();
-        let get = invoke_ok(&warm[index], function, &function.get_event).await?;
-        let before_post = setup.recorder.call_count();
-        let posted = invoke_ok(&warm[index], function, &post).await?;
-        if let Some(samples) = samples.as_deref_mut() {
-            let calls = setup.recorder.calls_since(before_get);
-            let (get_calls, post_calls) = calls.split_at(before_post - before_get);
-            let cold = &mut samples[index];
-            cold.get.push(ms(get.0));
-            cold.post.push(ms(posted.0));
-            let micros = |cpu: Duration| cpu.as_secs_f64() * 1e6;
-            cold.get_cpu.extend(get.1.map(micros));
-            cold.post_cpu.extend(posted.1.map(micros));
-            cold.get_units.push(billed(get_calls));
-            cold.post_units.push(billed(post_calls));
+    match share {
+        None => write_results(&setup.results_dir, "cold_start", &render_cold(&figures), &figures),
+        Some(mb) => {
+            let report = render_share(&figures, mb);
+            write_results(&setup.results_dir, "cold_start_128mb", &report, &figures)
         }
     }
-    Ok(())
+}
+
+/// The functions measured at `share` MB's share of a CPU, each with its
+/// share (all of them at full CPU, without); `None` where no share can be made.
+fn at_share<'a>(
+    setup: &'a Setup,
+    settings: &Settings,
+    share: Option<u64>,
+) -> Option<(Vec<&'a Measured>, Vec<Option<CpuShare>>)> {
+    let Some(mb) = share else {
+        return Some((
+            setup.functions.iter().collect(),
+            setup.functions.iter().map(|_| None).collect(),
+        ));
+    };
+    let at_share = |function: &&Measured| settings.at_share.contains(&function.name.as_str());
+    let functions: Vec<&Measured> = setup.functions.iter().filter(at_share).collect();
+    let share = |function: &&Measured| CpuShare::of_memory(&format!("bench-{}", function.name), mb);
+    let shares: Option<Vec<_>> =
+        functions.iter().map(|function| share(function).map(Some)).collect();
+    Some((functions, shares?))
+}
+
+/// The functions measured in one phase, each with its CPU share (if any)
+/// and its warm environment.
+struct Measuring<'a> {
+    setup: &'a Setup,
+    functions: &'a [&'a Measured],
+    shares: &'a [Option<CpuShare>],
+    warm: &'a [LambdaProcess],
+}
+
+impl Measuring<'_> {
+    /// One cold start of every function, in an order that rotates with `round`.
+    async fn cold_round(&self, round: usize, samples: &mut [ColdSamples]) -> Result {
+        let count = self.functions.len();
+        for index in (0..count).map(|offset| (round + offset) % count) {
+            let function = self.functions[index];
+            let command = command_of(&function.binary);
+            let share = self.shares[index].as_ref();
+            let process = LambdaProcess::start_in(&command, &function.env, share).await;
+            let (first, _) = invoke_ok(&process, function, &function.get_event).await?;
+            let cold = &mut samples[index];
+            cold.init.push(ms(process.init_duration()));
+            cold.first.push(ms(first));
+            cold.total.push(ms(process.init_duration() + first));
+        }
+        Ok(())
+    }
+
+    /// A warm GET and POST to every function's warm environment, recorded in
+    /// `samples` if given.
+    async fn warm_round(&self, turn: usize, mut samples: Option<&mut [ColdSamples]>) -> Result {
+        let recorder = &self.setup.recorder;
+        // In an order that rotates with `turn`: no function always follows
+        // the cold starts, or any other function.
+        let count = self.functions.len();
+        for index in (0..count).map(|offset| (turn + offset) % count) {
+            let function = self.functions[index];
+            // A new plant for each function: every POST is an accepted create
+            // (the same id again would be a retry, another path).
+            let post = post_event(&function.post_template, next_plant_id());
+            let before_get = recorder.call_count();
+            let get = invoke_ok(&self.warm[index], function, &function.get_event).await?;
+            let before_post = recorder.call_count();
+            let posted = invoke_ok(&self.warm[index], function, &post).await?;
+            if let Some(samples) = samples.as_deref_mut() {
+                let calls = recorder.calls_since(before_get);
+                let (get_calls, post_calls) = calls.split_at(before_post - before_get);
+                let cold = &mut samples[index];
+                cold.get.push(ms(get.0));
+                cold.post.push(ms(posted.0));
+                let micros = |cpu: Duration| cpu.as_secs_f64() * 1e6;
+                cold.get_cpu.extend(get.1.map(micros));
+                cold.post_cpu.extend(posted.1.map(micros));
+                cold.get_units.push(billed(get_calls));
+                cold.post_units.push(billed(post_calls));
+            }
+        }
+        Ok(())
+    }
 }
 
 /// Creates in flight at once in the burst.

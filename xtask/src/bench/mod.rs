@@ -47,7 +47,15 @@ pub struct Settings {
     burst: usize,
     /// A missed target fails the run.
     strict: bool,
+    /// The functions measured again at 128 MB's share of a CPU.
+    at_share: &'static [&'static str],
 }
+
+/// The functions measured at 128 MB's share of a CPU: the function as
+/// deployed, with the bound and without, both floors, and the build compared.
+const AT_SHARE: &[&str] = &["cognito", "function", "unbounded", "minimal", "raw", "before-cognito"];
+/// The template's memory size.
+const MEMORY_MB: u64 = 128;
 
 impl Settings {
     pub fn from_flags(flags: crate::flags::Bench) -> Self {
@@ -63,6 +71,7 @@ impl Settings {
             compare: flags.compare,
             burst: flags.burst.unwrap_or(256),
             strict: flags.strict,
+            at_share: AT_SHARE,
         }
     }
 
@@ -77,6 +86,7 @@ impl Settings {
             compare: None,
             burst: 32,
             strict: false,
+            at_share: AT_SHARE,
         }
     }
 
@@ -124,16 +134,15 @@ pub fn bench(settings: &Settings) -> Result {
     let extra = artifact_sizes(settings)?;
     let (rounds, warm) = (settings.rounds, settings.warm);
     log!("cold_start: {rounds} cold starts and {warm} warm requests per function");
-    runtime.block_on(drive::cold_start(&setup, settings, extra))?;
+    runtime.block_on(drive::cold_start(&setup, settings, extra, None))?;
+    log!(
+        "cold_start at the {MEMORY_MB} MB share of a CPU: {rounds} cold starts and {warm} warm requests per function"
+    );
+    runtime.block_on(drive::cold_start(&setup, settings, Default::default(), Some(MEMORY_MB)))?;
     let creates = settings.burst;
     log!("burst: {creates} creates by one owner and by 16, 16 in flight");
     runtime.block_on(drive::burst(&setup, settings))?;
 
-    if !settings.smoke {
-        for bench in ["trust_store", "init_keys"] {
-            run(Command::new("cargo").args(["bench", "--locked", "--bench", bench]))?;
-        }
-    }
     let missed = report::missed_targets(&setup.results_dir)?;
     if settings.strict && !missed.is_empty() {
         return Err(format!("targets missed (--strict):\n{}", missed.join("\n")).into());
@@ -265,8 +274,9 @@ fn functions(
     // baselines, and the function before its own trust store) reads.
     let compiled_in = base.with("EXTRA_CA_CERTS", &tls.ca_file.display().to_string());
     let bundle = base.with("SSL_CERT_FILE", &tls.bundle_file.display().to_string());
-    let [function, minimal, hello] = ["plant-store", "baseline-minimal", "baseline-hello"]
-        .map(|binary| settings.bin_dir().join(binary));
+    let [function, minimal, raw, hello] =
+        ["plant-store", "baseline-minimal", "baseline-raw", "baseline-hello"]
+            .map(|binary| settings.bin_dir().join(binary));
     let unbounded = compiled_in.with("MAX_PLANTS_PER_OWNER", "0");
     let mut rows = vec![
         ("cognito", function.clone(), remote_keys(&compiled_in), Row::Rs256),
@@ -276,6 +286,7 @@ fn functions(
         ("traced", function.clone(), compiled_in, Row::Rs256Sampled),
         ("unbounded", function, unbounded, Row::Rs256),
         ("minimal", minimal, bundle.clone(), Row::Rs256),
+        ("raw", raw, bundle.clone(), Row::Rs256),
         ("hello", hello, bundle.clone(), Row::Rs256),
     ];
     if let Some(compare) = &settings.compare {

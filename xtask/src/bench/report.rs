@@ -31,12 +31,18 @@ pub mod limits {
     pub const BINARY_MB: f64 = 7.6;
     /// The arm64 `bootstrap` that `sam build` makes.
     pub const ARM64_BOOTSTRAP_MB: f64 = 6.0;
+    /// At 128 MB's share of a CPU, against the physical floor (`raw`):
+    /// a warm GET's mean, a bounded create's (two writes to the floor's
+    /// one), and the CPU of a warm GET.
+    pub const SHARE_GET_MEAN: f64 = 1.5;
+    pub const SHARE_POST_MEAN_BOUNDED: f64 = 2.5;
+    pub const SHARE_CPU_GET: f64 = 1.5;
 }
 
 /// The lines of this run's reports that name a missed target.
 pub fn missed_targets(results_dir: &Path) -> Result<Vec<String>> {
     let mut missed = Vec::new();
-    for report in ["cold_start", "burst"] {
+    for report in ["cold_start", "cold_start_128mb", "burst"] {
         let text = std::fs::read_to_string(results_dir.join(format!("{report}.txt")))?;
         let lines = text.lines().filter(|line| line.trim_end().ends_with("MISSED"));
         missed.extend(lines.map(str::to_owned));
@@ -50,6 +56,49 @@ pub fn write_results(dir: &Path, name: &str, report: &str, figures: &Value) -> R
     std::fs::write(dir.join(format!("{name}.txt")), format!("{report}\n"))?;
     std::fs::write(dir.join(format!("{name}.json")), serde_json::to_string_pretty(figures)?)?;
     Ok(())
+}
+
+/// The figures at the CPU share of `memory_mb`, against the physical floor.
+pub fn render_share(figures: &Value, memory_mb: u64) -> String {
+    let cold = Cold(figures["functions"].as_object().unwrap());
+    let mut lines = vec![
+        format!(
+            "cold_start at the {memory_mb} MB share of a CPU ({memory_mb}/1769 of one, 1 ms of CPU per {:.2} ms, a cgroup): {} cold starts and {} warm GET + POST per function; \
+             raw: the physical floor (lambda_runtime on a current-thread runtime, one SigV4-signed HTTPS call per request through hyper and rustls, no SDK); \
+             cost: a million requests at {memory_mb} MB on arm64, billed by the rounded-up millisecond",
+            1769.0 / memory_mb as f64,
+            figures["rounds"],
+            figures["warm_requests"]
+        ),
+        String::new(),
+    ];
+    #[rustfmt::skip]
+    let rows = [
+        ("cold total (init + first invocation)", "cold_total_ms", "ms"),
+        ("warm GET mean", "warm_get_mean_ms", "ms"),
+        ("warm GET p50", "warm_get_p50_ms", "ms"),
+        ("warm GET p99", "warm_get_p99_ms", "ms"),
+        ("warm POST mean", "warm_post_mean_ms", "ms"),
+        ("warm POST p50", "warm_post_p50_ms", "ms"),
+        ("warm POST p99", "warm_post_p99_ms", "ms"),
+        ("CPU per warm GET, median", "cpu_get_us", "µs"),
+        ("CPU per warm POST, median", "cpu_post_us", "µs"),
+        ("a million GETs", "cost_per_million_gets_usd", "USD"),
+        ("a million creates", "cost_per_million_posts_usd", "USD"),
+    ];
+    lines.extend(cold.rows(&rows, "raw"));
+    lines.push(String::new());
+    lines.push("targets (ratios within this run, to the physical floor):".into());
+    let to_raw = |name: &str, key: &str| cold.figure(name, key) / cold.figure("raw", key);
+    #[rustfmt::skip]
+    let targets = [
+        ("warm GET mean: cognito / raw", to_raw("cognito", "warm_get_mean_ms"), limits::SHARE_GET_MEAN),
+        ("warm POST mean: function (bounded) / raw", to_raw("function", "warm_post_mean_ms"), limits::SHARE_POST_MEAN_BOUNDED),
+        ("CPU per warm GET: cognito / raw", to_raw("cognito", "cpu_get_us"), limits::SHARE_CPU_GET),
+    ];
+    lines
+        .extend(targets.into_iter().map(|(label, value, limit)| at_most(label, value, limit, "x")));
+    lines.join("\n")
 }
 
 pub fn render_cold(figures: &Value) -> String {
@@ -127,14 +176,21 @@ impl Cold<'_> {
             ("peak RSS after the warm requests", "peak_rss_mib", "MiB"),
             ("binary size", "binary_bytes", "MB"),
         ];
+        self.rows(&rows, "minimal")
+    }
+
+    /// A row per `(label, key, unit)`, a column per function, then the
+    /// ratios of `cognito` and `function` to `floor`.
+    fn rows(&self, rows: &[(&str, &str, &str)], floor: &str) -> Vec<String> {
         let names: String = self.0.keys().map(|name| format!("{name:>15}")).collect();
-        let mut lines =
-            vec![format!("{:<42}{names}{:>12}{:>12}", "figure", "cog/minimal", "fn/minimal")];
-        for (label, key, unit) in rows {
+        let ratios = (format!("cog/{floor}"), format!("fn/{floor}"));
+        let mut lines = vec![format!("{:<42}{names}{:>12}{:>12}", "figure", ratios.0, ratios.1)];
+        for &(label, key, unit) in rows {
             let scale = if unit == "MB" { 1e-6 } else { 1.0 };
             let cells: String =
                 (self.0.keys()).map(|name| cell(self.figure(name, key) * scale, 15)).collect();
-            let (cognito, function) = (self.ratio("cognito", key), self.ratio("function", key));
+            let to_floor = |name: &str| self.figure(name, key) / self.figure(floor, key);
+            let (cognito, function) = (to_floor("cognito"), to_floor("function"));
             let label = format!("{label} ({unit})");
             lines.push(format!("{label:<42}{cells} {cognito:>11.2}x{function:>11.2}x"));
         }
@@ -215,6 +271,10 @@ fn at_most(label: &str, value: f64, limit: f64, unit: &str) -> String {
 /// A figure in a column `width` wide, `n/a` where it is not known.
 fn cell(value: f64, width: usize) -> String {
     if value.is_nan() { format!("{:>width$}", "n/a") } else { format!("{value:>width$.2}") }
+}
+
+pub fn mean(samples: &[f64]) -> f64 {
+    samples.iter().sum::<f64>() / samples.len().max(1) as f64
 }
 
 pub fn median(mut samples: Vec<f64>) -> f64 {
