@@ -37,6 +37,13 @@ impl TelemetryConfig {
     }
 }
 
+/// Whether Lambda hands the function several requests at once
+/// (`AWS_LAMBDA_MAX_CONCURRENCY` above 1: Lambda Managed Instances).
+pub fn serves_several_at_once() -> bool {
+    let most = env::var("AWS_LAMBDA_MAX_CONCURRENCY").ok().and_then(|most| most.parse().ok());
+    most.is_some_and(|most: u32| most > 1)
+}
+
 /// Every setting the function reads (docs/deploying.md lists them), but the
 /// region and credentials, which the AWS SDK reads itself.
 #[derive(Debug, Clone)]

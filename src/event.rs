@@ -95,6 +95,11 @@ pub enum InvocationResponse {
 /// Reads an event: its format, and the request it carries or why it
 /// cannot be one (a 400).
 pub fn read(event: &str) -> (Format, Result<Request, ApiError>) {
+    // An HTTP API's event, the common one, in one pass; any other, in two.
+    let v2 = serde_json::from_str::<ApiGatewayV2httpRequest>(event).ok();
+    if let Some(v2) = v2.filter(|v2| v2.version.as_deref() == Some("2.0")) {
+        return (Format::V2, v2_request(v2));
+    }
     let format = Format::of(event);
     let request = match format {
         Format::V1 => serde_json::from_str(event).map(v1_request),

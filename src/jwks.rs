@@ -342,7 +342,7 @@ impl RemoteKeys {
         // X-Ray names hold no brackets: an IPv6 host without them.
         let host = self.url.host().unwrap_or("jwks").trim_matches(['[', ']']);
         let mut call = xray::Call::start(host, "remote");
-        if let Some(call) = &mut call {
+        if let Some(call) = call.as_mut().filter(|call| call.sampled()) {
             call.document["http"]["request"] =
                 json!({"method": "GET", "url": self.url.to_string()});
         }

@@ -18,8 +18,18 @@ use plant_store::https::Https;
 use plant_store::jwks::KeySource;
 use plant_store::store::{PlantStore, client_config};
 
-#[tokio::main]
-async fn main() -> Result<(), Error> {
+/// One request at a time (classic Lambda): a current-thread runtime, which
+/// pays no wake-ups of a second worker; several at once (Lambda Managed
+/// Instances): a worker per vCPU.
+fn main() -> Result<(), Error> {
+    let mut runtime = match plant_store::config::serves_several_at_once() {
+        true => tokio::runtime::Builder::new_multi_thread(),
+        false => tokio::runtime::Builder::new_current_thread(),
+    };
+    runtime.enable_all().build()?.block_on(serve())
+}
+
+async fn serve() -> Result<(), Error> {
     let xray = plant_store::log::init(std::io::stdout, &TelemetryConfig::from_env());
     let config = Config::from_env()?;
     // One trust store and connector for both remote calls (https.rs).

@@ -74,20 +74,26 @@ pub struct Call {
     pub document: Value,
 }
 
-/// Seconds since the Unix epoch.
 fn now() -> f64 {
-    let elapsed = SystemTime::now().duration_since(UNIX_EPOCH);
-    elapsed.map_or(0.0, |elapsed| elapsed.as_secs_f64())
+    SystemTime::now().duration_since(UNIX_EPOCH).map_or(0.0, |since| since.as_secs_f64())
 }
 
 impl Call {
     /// A call to `name` (`namespace` `aws` or `remote`) starting now, within
-    /// an invocation with X-Ray on; `None` elsewhere.
+    /// an invocation with X-Ray on (unsampled, only to pass its header on).
     pub fn start(name: &str, namespace: &str) -> Option<Self> {
         let trace = INVOCATION.try_with(Option::clone).ok()??;
+        if !trace.2 {
+            return Some(Self { trace, id: String::new(), document: Value::Null });
+        }
         let id = format!("{:016x}", fastrand::u64(..));
         let document = json!({"name": name, "namespace": namespace, "start_time": now()});
         Some(Self { trace, id, document })
+    }
+
+    /// Whether its document is recorded.
+    pub fn sampled(&self) -> bool {
+        self.trace.2
     }
 
     /// The trace header the call carries downstream (`X-Amzn-Trace-Id`), as
@@ -101,19 +107,20 @@ impl Call {
     /// Ends the call with the status it got (`None`: no usable answer, a
     /// fault), or a throttle, and sends it if sampled.
     pub fn end(&mut self, status: Option<u16>, throttled: bool) {
+        if !self.sampled() {
+            return;
+        }
         let throttle = throttled || status == Some(429);
         let fault = !throttle && status.is_none_or(|status| status >= 500);
         let error = !fault && (throttle || status.is_some_and(|status| status >= 400));
         if let Some(status) = status {
             self.document["http"]["response"] = json!({ "status": status });
         }
-        let (root, parent, sampled) = &self.trace;
+        let (root, parent, _) = &self.trace;
         let ended = json!({"type": "subsegment", "id": self.id, "trace_id": root,
             "parent_id": parent, "end_time": now(),
             "error": error, "throttle": throttle, "fault": fault});
-        if let (Value::Object(document), Value::Object(ended)) = (&mut self.document, ended)
-            && *sampled
-        {
+        if let (Value::Object(document), Value::Object(ended)) = (&mut self.document, ended) {
             document.extend(ended);
             send(document);
         }

@@ -166,21 +166,25 @@ impl PlantStore {
         put.into()
     }
 
+    // Each SDK call's future (several KB) is boxed where it is made, so that
+    // the request's futures around it stay small, cheap to move.
+
     /// Takes one place in the owner's count, if it is below `bound`.
     async fn take_place(&self, owner: &Owner, bound: NonZeroU32) -> Result<bool, StoreError> {
-        let taken = self
-            .client
-            .update_item()
-            .table_name(&self.table)
-            .set_key(Some(counter_key(owner.as_str())))
-            .update_expression("SET #plants = if_not_exists(#plants, :zero) + :one")
-            .condition_expression("attribute_not_exists(#plants) OR #plants < :max")
-            .expression_attribute_names("#plants", PLANT_COUNT)
-            .expression_attribute_values(":zero", AttributeValue::N("0".into()))
-            .expression_attribute_values(":one", AttributeValue::N("1".into()))
-            .expression_attribute_values(":max", AttributeValue::N(bound.to_string()))
-            .send()
-            .await;
+        let taken = Box::pin(
+            self.client
+                .update_item()
+                .table_name(&self.table)
+                .set_key(Some(counter_key(owner.as_str())))
+                .update_expression("SET #plants = if_not_exists(#plants, :zero) + :one")
+                .condition_expression("attribute_not_exists(#plants) OR #plants < :max")
+                .expression_attribute_names("#plants", PLANT_COUNT)
+                .expression_attribute_values(":zero", AttributeValue::N("0".into()))
+                .expression_attribute_values(":one", AttributeValue::N("1".into()))
+                .expression_attribute_values(":max", AttributeValue::N(bound.to_string()))
+                .send(),
+        )
+        .await;
         match taken {
             Ok(_) => Ok(true),
             Err(error) if condition_failed(&error) => Ok(false),
@@ -190,33 +194,38 @@ impl PlantStore {
 
     /// Gives back a place the count took for a plant that was not written.
     async fn give_place_back(&self, owner: &Owner) -> Result<(), StoreError> {
-        self.client
-            .update_item()
-            .table_name(&self.table)
-            .set_key(Some(counter_key(owner.as_str())))
-            .update_expression("SET #plants = #plants - :one")
-            .condition_expression("#plants > :zero")
-            .expression_attribute_names("#plants", PLANT_COUNT)
-            .expression_attribute_values(":zero", AttributeValue::N("0".into()))
-            .expression_attribute_values(":one", AttributeValue::N("1".into()))
-            .send()
-            .await?;
+        Box::pin(
+            self.client
+                .update_item()
+                .table_name(&self.table)
+                .set_key(Some(counter_key(owner.as_str())))
+                .update_expression("SET #plants = #plants - :one")
+                .condition_expression("#plants > :zero")
+                .expression_attribute_names("#plants", PLANT_COUNT)
+                .expression_attribute_values(":zero", AttributeValue::N("0".into()))
+                .expression_attribute_values(":one", AttributeValue::N("1".into()))
+                .send(),
+        )
+        .await?;
         Ok(())
     }
 
     /// Puts the plant if its id is free; else the stored plant, from the
     /// failed condition itself (no second read).
     async fn put(&self, owner: &Owner, new: &NewPlant) -> Result<Put, StoreError> {
-        let put = self
-            .client
-            .put_item()
-            .table_name(&self.table)
-            .set_item(Some(plant_item(owner, new)))
-            .condition_expression("attribute_not_exists(#id)")
-            .expression_attribute_names("#id", ID.name)
-            .return_values_on_condition_check_failure(ReturnValuesOnConditionCheckFailure::AllOld)
-            .send()
-            .await;
+        let put = Box::pin(
+            self.client
+                .put_item()
+                .table_name(&self.table)
+                .set_item(Some(plant_item(owner, new)))
+                .condition_expression("attribute_not_exists(#id)")
+                .expression_attribute_names("#id", ID.name)
+                .return_values_on_condition_check_failure(
+                    ReturnValuesOnConditionCheckFailure::AllOld,
+                )
+                .send(),
+        )
+        .await;
         let error = match put {
             Ok(_) => return Ok(Put::Written),
             Err(error) => error,
@@ -237,14 +246,15 @@ impl PlantStore {
 
     /// The owner's plant of this id as it is now (a strongly consistent read).
     async fn stored(&self, owner: &Owner, id: PlantId) -> Result<Option<Plant>, StoreError> {
-        let read = self
-            .client
-            .get_item()
-            .table_name(&self.table)
-            .set_key(Some(item_key(owner, id)))
-            .consistent_read(true)
-            .send()
-            .await?;
+        let read = Box::pin(
+            self.client
+                .get_item()
+                .table_name(&self.table)
+                .set_key(Some(item_key(owner, id)))
+                .consistent_read(true)
+                .send(),
+        )
+        .await?;
         let stored = read.item().map(plant_from_item).transpose();
         stored.map_err(StoreError::Unexpected)
     }
@@ -273,7 +283,7 @@ impl PlantStore {
                 .consistent_read(true)
                 .limit(remaining)
                 .set_exclusive_start_key(start_key);
-            let page = deadline.run(async { Ok(query.send().await?) }).await?;
+            let page = deadline.run(async { Ok(Box::pin(query.send()).await?) }).await?;
             for item in page.items() {
                 if let Some(id) = plant_id(item) {
                     rows.push((id, plant_from_item(item).map_err(StoreError::Unexpected)?));

@@ -19,7 +19,7 @@ use crate::xray::Call;
 #[derive(Debug)]
 pub(super) struct Traced(pub(super) String);
 
-/// The call in flight is kept in the operation's own state.
+// The call in flight is kept in the operation's own state.
 impl Storable for Call {
     type Storer = StoreReplace<Self>;
 }
@@ -38,7 +38,9 @@ impl Intercept for Traced {
     ) -> Result<(), BoxError> {
         let operation = config.load::<Metadata>().map_or("", Metadata::name);
         if let Some(mut call) = Call::start("DynamoDB", "aws") {
-            call.document["aws"] = json!({"operation": operation, "table_name": self.0});
+            if call.sampled() {
+                call.document["aws"] = json!({"operation": operation, "table_name": self.0});
+            }
             config.interceptor_state().store_put(call);
         }
         Ok(())
@@ -53,8 +55,10 @@ impl Intercept for Traced {
         config: &mut ConfigBag,
     ) -> Result<(), BoxError> {
         if let Some(call) = config.get_mut_from_interceptor_state::<Call>() {
-            let retries = &mut call.document["aws"]["retries"];
-            *retries = json!(retries.as_u64().map_or(0, |retries| retries + 1));
+            if call.sampled() {
+                let retries = &mut call.document["aws"]["retries"];
+                *retries = json!(retries.as_u64().map_or(0, |retries| retries + 1));
+            }
             let headers = context.request_mut().headers_mut();
             headers.try_insert("x-amzn-trace-id", call.header())?;
         }
@@ -67,9 +71,8 @@ impl Intercept for Traced {
         _: &RuntimeComponents,
         config: &mut ConfigBag,
     ) -> Result<(), BoxError> {
-        let Some(call) = config.get_mut_from_interceptor_state::<Call>() else {
-            return Ok(());
-        };
+        let call = config.get_mut_from_interceptor_state::<Call>();
+        let Some(call) = call.filter(|call| call.sampled()) else { return Ok(()) };
         let response = context.response();
         let request_id = response.and_then(|response| response.headers().get("x-amzn-requestid"));
         if let Some(request_id) = request_id {
