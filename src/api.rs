@@ -61,12 +61,12 @@ impl PlantApi {
     /// never fails an invocation.
     pub async fn invoke(&self, event: &str, context: Context) -> InvocationResponse {
         let started = Instant::now();
-        let trace = context.xray_trace_id.as_deref();
+        let trace = context.xray_trace_id.as_deref().and_then(xray::parse);
         // At every log level, so that every line of the invocation names it.
         let invocation = tracing::error_span!(
             "invocation",
             requestId = context.request_id.as_str(),
-            traceId = trace.and_then(xray::trace_id).unwrap_or("-"),
+            traceId = trace.map_or("-", |(root, _, _)| root),
         );
         let (format, request) = event::read(event);
         let mut steps = Steps::default();

@@ -38,28 +38,29 @@ pub fn connect(address: &str) -> bool {
     socket.is_ok_and(|socket| DAEMON.set(socket).is_ok())
 }
 
-/// The fields of a well-formed trace header:
+/// The `Root`, `Parent` and `Sampled` of a well-formed trace header:
 /// `Root=1-5759e988-bd862e3fe1be46a994272793;Parent=53995c3f42cd8ad8;Sampled=1`.
-fn parse(header: &str) -> Option<(&str, &str, bool)> {
+pub type Trace<'a> = (&'a str, &'a str, bool);
+
+pub fn parse(header: &str) -> Option<Trace<'_>> {
     let field = |name| header.split(';').find_map(|f| f.trim().strip_prefix(name));
     let hex = |text: &str, n| text.len() == n && text.bytes().all(|b| b.is_ascii_hexdigit());
+    // `1-`, 8 hex digits of time, `-`, 24 random ones.
     let root = field("Root=").filter(|root| {
-        let parts: Vec<&str> = root.split('-').collect();
-        matches!(parts[..], ["1", time, random] if hex(time, 8) && hex(random, 24))
+        let id = root.strip_prefix("1-").and_then(|id| id.split_once('-'));
+        id.is_some_and(|(time, random)| hex(time, 8) && hex(random, 24))
     })?;
     let parent = field("Parent=").filter(|parent| hex(parent, 16))?;
     Some((root, parent, field("Sampled=") == Some("1")))
 }
 
-/// The trace id of an invocation's header, for its log lines.
-pub fn trace_id(header: &str) -> Option<&str> {
-    parse(header).map(|(root, _, _)| root)
-}
-
-/// `work`, as the invocation of trace header `header`: the calls it makes
-/// are recorded under it (with X-Ray on).
-pub fn within<T>(header: Option<&str>, work: impl Future<Output = T>) -> impl Future<Output = T> {
-    let trace = header.filter(|_| DAEMON.get().is_some()).and_then(parse);
+/// `work`, as the invocation of `trace`: the calls it makes are recorded
+/// under it (with X-Ray on).
+pub fn within<T>(
+    trace: Option<Trace<'_>>,
+    work: impl Future<Output = T>,
+) -> impl Future<Output = T> {
+    let trace = trace.filter(|_| DAEMON.get().is_some());
     let trace = trace.map(|(root, parent, sampled)| (root.into(), parent.into(), sampled));
     INVOCATION.scope(trace, work)
 }
