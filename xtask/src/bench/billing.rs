@@ -59,16 +59,16 @@ fn item_bytes(item: &Value) -> usize {
         .sum()
 }
 
-/// Lambda's price per GB-second on arm64, and per request (us-east-1).
+/// Lambda's price per GB-second on arm64 (us-east-1); each request also
+/// costs $0.20 per million, whatever its duration.
 const PRICE_PER_GB_SECOND_USD: f64 = 0.000_013_333_4;
-const PRICE_PER_REQUEST_USD: f64 = 0.000_000_2;
 /// The template's memory size.
 const MEMORY_GB: f64 = 128.0 / 1024.0;
 
-/// What a million requests of these durations (ms) cost at 128 MB: each
-/// billed by the millisecond, rounded up, and the request itself.
-pub fn cost_per_million(durations_ms: &[f64]) -> f64 {
+/// What the duration of a million requests like these (ms) costs at
+/// 128 MB, each billed by the millisecond, rounded up.
+pub fn duration_cost_per_million(durations_ms: &[f64]) -> f64 {
     let billed_ms =
         durations_ms.iter().map(|ms| ms.ceil()).sum::<f64>() / durations_ms.len().max(1) as f64;
-    1e6 * (billed_ms / 1000.0 * MEMORY_GB * PRICE_PER_GB_SECOND_USD + PRICE_PER_REQUEST_USD)
+    1e6 * billed_ms / 1000.0 * MEMORY_GB * PRICE_PER_GB_SECOND_USD
 }

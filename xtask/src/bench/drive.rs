@@ -14,7 +14,7 @@ use serde_json::{Value, json};
 
 use plant_store_local_support::runtime_api::CpuShare;
 
-use super::billing::{billed, cost_per_million};
+use super::billing::{billed, duration_cost_per_million};
 use super::report::{mean, median, percentile, render_cold, render_share, write_results};
 use super::{Measured, Settings, Setup, TABLE};
 
@@ -96,8 +96,8 @@ impl ColdSamples {
             "cold_total_ms": median(self.total),
             "warm_get_mean_ms": mean(&self.get),
             "warm_post_mean_ms": mean(&self.post),
-            "cost_per_million_gets_usd": cost_per_million(&self.get),
-            "cost_per_million_posts_usd": cost_per_million(&self.post),
+            "duration_usd_per_million_gets": duration_cost_per_million(&self.get),
+            "duration_usd_per_million_posts": duration_cost_per_million(&self.post),
             "warm_get_p50_ms": percentile(self.get.clone(), 0.50),
             "warm_get_p99_ms": percentile(self.get, 0.99),
             "warm_post_p50_ms": percentile(self.post.clone(), 0.50),

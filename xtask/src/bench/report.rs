@@ -65,7 +65,7 @@ pub fn render_share(figures: &Value, memory_mb: u64) -> String {
         format!(
             "cold_start at the {memory_mb} MB share of a CPU ({memory_mb}/1769 of one, 1 ms of CPU per {:.2} ms, a cgroup): {} cold starts and {} warm GET + POST per function; \
              raw: the physical floor (lambda_runtime on a current-thread runtime, one SigV4-signed HTTPS call per request through hyper and rustls, no SDK); \
-             cost: a million requests at {memory_mb} MB on arm64, billed by the rounded-up millisecond",
+             duration cost: a million requests' billed milliseconds (rounded up each) at {memory_mb} MB on arm64, beside the $0.20 every million requests cost",
             1769.0 / memory_mb as f64,
             figures["rounds"],
             figures["warm_requests"]
@@ -83,8 +83,8 @@ pub fn render_share(figures: &Value, memory_mb: u64) -> String {
         ("warm POST p99", "warm_post_p99_ms", "ms"),
         ("CPU per warm GET, median", "cpu_get_us", "µs"),
         ("CPU per warm POST, median", "cpu_post_us", "µs"),
-        ("a million GETs", "cost_per_million_gets_usd", "USD"),
-        ("a million creates", "cost_per_million_posts_usd", "USD"),
+        ("duration of a million GETs", "duration_usd_per_million_gets", "USD"),
+        ("duration of a million creates", "duration_usd_per_million_posts", "USD"),
     ];
     lines.extend(cold.rows(&rows, "raw"));
     lines.push(String::new());
@@ -187,8 +187,10 @@ impl Cold<'_> {
         let mut lines = vec![format!("{:<42}{names}{:>12}{:>12}", "figure", ratios.0, ratios.1)];
         for &(label, key, unit) in rows {
             let scale = if unit == "MB" { 1e-6 } else { 1.0 };
-            let cells: String =
-                (self.0.keys()).map(|name| cell(self.figure(name, key) * scale, 15)).collect();
+            let precision = if unit == "USD" { 4 } else { 2 };
+            let cells: String = (self.0.keys())
+                .map(|name| cell(self.figure(name, key) * scale, 15, precision))
+                .collect();
             let to_floor = |name: &str| self.figure(name, key) / self.figure(floor, key);
             let (cognito, function) = (to_floor("cognito"), to_floor("function"));
             let label = format!("{label} ({unit})");
@@ -269,8 +271,12 @@ fn at_most(label: &str, value: f64, limit: f64, unit: &str) -> String {
 }
 
 /// A figure in a column `width` wide, `n/a` where it is not known.
-fn cell(value: f64, width: usize) -> String {
-    if value.is_nan() { format!("{:>width$}", "n/a") } else { format!("{value:>width$.2}") }
+fn cell(value: f64, width: usize, precision: usize) -> String {
+    if value.is_nan() {
+        format!("{:>width$}", "n/a")
+    } else {
+        format!("{value:>width$.precision$}")
+    }
 }
 
 pub fn mean(samples: &[f64]) -> f64 {
