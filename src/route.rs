@@ -9,14 +9,14 @@ use crate::auth::Access;
 
 /// What a request asks the API to do.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Operation {
+pub(crate) enum Operation {
     ListPlants,
     CreatePlant,
 }
 
 /// One row of the table.
 #[derive(Debug, PartialEq, Eq)]
-pub struct RouteSpec {
+pub(crate) struct RouteSpec {
     pub method: Method,
     pub path: &'static str,
     /// The route key as API Gateway writes it (and `template.yaml` declares
@@ -28,7 +28,7 @@ pub struct RouteSpec {
 }
 
 /// Every route of the API. Each needs a bearer token.
-pub const ROUTES: [RouteSpec; 2] = [
+pub(crate) const ROUTES: [RouteSpec; 2] = [
     RouteSpec {
         method: Method::GET,
         path: "/plants",
@@ -47,7 +47,7 @@ pub const ROUTES: [RouteSpec; 2] = [
 
 /// A request's route, decided once from its method and path.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Route {
+pub(crate) enum Route {
     Found(&'static RouteSpec),
     /// The path exists, but not with this method.
     MethodNotAllowed {
@@ -71,7 +71,7 @@ fn matches(pattern: &str, path: &str) -> bool {
 
 impl Route {
     /// `path` is the route path (`crate::event::route_path`).
-    pub fn resolve(method: &Method, path: &str) -> Self {
+    pub(crate) fn resolve(method: &Method, path: &str) -> Self {
         let mut on_path = ROUTES.iter().filter(|route| matches(route.path, path));
         let Some(first) = on_path.clone().next() else {
             return Self::NotFound;
@@ -83,14 +83,14 @@ impl Route {
     }
 
     /// The methods a route's path allows, in table order.
-    pub fn allowed_methods(path: &str) -> Vec<&'static Method> {
+    pub(crate) fn allowed_methods(path: &str) -> Vec<&'static Method> {
         let on_path = ROUTES.iter().filter(|route| route.path == path);
         on_path.map(|route| &route.method).collect()
     }
 
     /// The metrics' `Route` dimension: `other` for every request that
     /// matches no route, so that callers cannot create dimension values.
-    pub fn metric_name(self) -> &'static str {
+    pub(crate) fn metric_name(self) -> &'static str {
         match self {
             Self::Found(route) => route.key,
             Self::MethodNotAllowed { .. } | Self::NotFound => "other",

@@ -53,8 +53,7 @@ pub fn start(port: u16, data_dir: Option<&Path>) -> Result<(String, Started)> {
     std::fs::create_dir_all(tools_dir())?;
     let log = tools_dir().join(format!("dynamodb-local-{port}.log"));
     let grace = Duration::from_secs(10);
-    let dynamodb =
-        start_process("DynamoDB Local", &mut command(port, data_dir)?, grace, Some(&log))?;
+    let dynamodb = start_process("DynamoDB Local", command(port, data_dir)?, grace, Some(&log))?;
     let url = format!("http://127.0.0.1:{port}");
     wait_for(&format!("{url}/"), None, &dynamodb, Duration::from_secs(180))
         .map_err(|error| format!("{error}\n{}", tail(&log, 40)))?;

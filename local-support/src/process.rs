@@ -1,21 +1,19 @@
 //! Running commands, and starting the stack's processes so that they always
-//! stop: each started process leads its own process group, and a list of
-//! clean-ups (stop this group, unmount that) runs in reverse order when the
-//! task ends — normally, on an error, on a panic, or on Ctrl-C, SIGTERM or
-//! SIGHUP ([`stop_on_signals`], with the `ctrlc` crate). A started process
-//! also gets a stdin pipe that closes when this process ends, however it
-//! ends: DynamoDB Local (`java/DynamoDbLocalLoopback.java`) exits then. On
-//! Linux the kernel also ends a started process when its starter does (the
-//! parent-death signal, set in [`start`]). Unix only (macOS and Linux).
+//! stop: each started process leads its own process group (process-wrap),
+//! and a list of clean-ups (stop this group, unmount that) runs in reverse
+//! order when the task ends — normally, on an error, on a panic, or on
+//! Ctrl-C, SIGTERM or SIGHUP ([`stop_on_signals`], with the `ctrlc` crate).
+//! Unix only (macOS and Linux); the parent-death signal is Linux's.
 
 use std::io::Write;
-use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
-use std::process::{Child, ChildStdin, Command, ExitStatus, Stdio};
+use std::process::{Command, ExitStatus, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering::SeqCst};
 use std::sync::{Arc, Mutex};
 use std::thread::ThreadId;
 use std::time::{Duration, Instant, UNIX_EPOCH};
+
+use process_wrap::std::{ChildWrapper, CommandWrap, ProcessGroup};
 
 use crate::Result;
 
@@ -81,27 +79,6 @@ pub fn output(command: &mut Command) -> Result<String> {
 pub fn succeeds(command: &mut Command) -> bool {
     let status = command.stdout(Stdio::null()).stderr(Stdio::null()).status();
     status.is_ok_and(|status| status.success())
-}
-
-/// Whether `command` runs and succeeds within `limit`, its output
-/// discarded; it is killed at the limit.
-pub fn succeeds_within(command: &mut Command, limit: Duration) -> bool {
-    let quiet = command.stdout(Stdio::null()).stderr(Stdio::null());
-    let Ok(mut child) = quiet.spawn() else {
-        return false;
-    };
-    let deadline = Instant::now() + limit;
-    loop {
-        match child.try_wait() {
-            Ok(Some(status)) => return status.success(),
-            Ok(None) if Instant::now() < deadline => std::thread::sleep(Duration::from_millis(50)),
-            _ => {
-                let _ = child.kill();
-                let _ = child.wait();
-                return false;
-            }
-        }
-    }
 }
 
 /// The last `count` lines of a log file, to show with a failure.
@@ -186,33 +163,33 @@ pub fn stop_on_signals() {
 /// worth waiting longer for.
 pub const GRACE: Duration = Duration::from_secs(5);
 
-/// A process this task started, in its own process group, stopped when the
-/// task (or the [`Scope`] it was started in) ends.
+/// A process this task started, the leader of its own process group
+/// (process-wrap), stopped when the task (or the [`Scope`] it was started
+/// in) ends.
 #[derive(Clone)]
 pub struct Started {
     pub name: String,
-    child: Arc<Mutex<Child>>,
-    /// Held open while the process runs: it closes when this process ends.
-    _stdin: Arc<Option<ChildStdin>>,
+    child: Arc<Mutex<Box<dyn ChildWrapper>>>,
     grace: Duration,
     log: Option<PathBuf>,
 }
 
-/// Starts `command` as the leader of a new process group, its stdout and
-/// stderr in the file `log` if given, and registers its stop: SIGTERM to
-/// the group, then SIGKILL after `grace`. On Linux the kernel also ends it
-/// if the thread that started it ends (the parent-death signal): a task's main
-/// thread, a test's own thread, or the thread a test binary keeps for what
-/// it shares.
+/// Starts `command` in a new process group, its stdout and stderr in the
+/// file `log` if given, with a stdin pipe that closes when this process
+/// ends (DynamoDB Local exits then), and registers its stop. On Linux the
+/// kernel also ends it when the thread that started it ends (the
+/// parent-death signal): a task's main thread, a test's own thread, or the
+/// thread a test binary keeps for what it shares.
 pub fn start(
     name: &str,
-    command: &mut Command,
+    mut command: Command,
     grace: Duration,
     log: Option<&Path>,
 ) -> Result<Started> {
     #[cfg(target_os = "linux")]
     // SAFETY: prctl is async-signal-safe and touches no memory of ours.
     unsafe {
+        use std::os::unix::process::CommandExt;
         command.pre_exec(|| match libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL) {
             0 => Ok(()),
             _ => Err(std::io::Error::last_os_error()),
@@ -222,11 +199,12 @@ pub fn start(
         let file = std::fs::File::create(log)?;
         command.stdout(file.try_clone()?).stderr(file);
     }
-    let spawned = command.process_group(0).stdin(Stdio::piped()).spawn();
-    let mut child = spawned.map_err(|error| format!("cannot start {name}: {error}"))?;
+    command.stdin(Stdio::piped());
+    let mut wrapped = CommandWrap::from(command);
+    let spawned = wrapped.wrap(ProcessGroup::leader()).spawn();
+    let child = spawned.map_err(|error| format!("cannot start {name}: {error}"))?;
     let started = Started {
         name: name.to_owned(),
-        _stdin: Arc::new(child.stdin.take()),
         child: Arc::new(Mutex::new(child)),
         grace,
         log: log.map(Path::to_owned),
@@ -242,28 +220,26 @@ impl Started {
     /// Stops it now, as the end of the task would: SIGTERM to its group and
     /// to every descendant that left it (cargo lambda watch starts the
     /// function in a session of its own, and waits for it), then SIGKILL to
-    /// the rest after the grace period, whatever the leader did.
+    /// the rest after the grace period.
     pub fn stop(&self) {
         let mut child = self.child.lock().unwrap();
         if !matches!(child.try_wait(), Ok(None)) {
             return;
         }
-        let (group, pids) = (-(child.id() as i32), descendants(child.id()));
-        let signal_all = |signal| {
-            // SAFETY: kill(2) on our own child's group and its descendants.
-            unsafe {
-                libc::kill(group, signal);
-                for &pid in &pids {
-                    libc::kill(pid as i32, signal);
-                }
+        let escaped = descendants(child.id());
+        let signal_all = |child: &dyn ChildWrapper, signal| {
+            let _ = child.signal(signal);
+            for &pid in &escaped {
+                // SAFETY: kill(2) on our own child's descendants.
+                unsafe { libc::kill(pid as i32, signal) };
             }
         };
-        signal_all(libc::SIGTERM);
+        signal_all(child.as_ref(), libc::SIGTERM);
         let deadline = Instant::now() + self.grace;
         while Instant::now() < deadline && matches!(child.try_wait(), Ok(None)) {
             std::thread::sleep(Duration::from_millis(100));
         }
-        signal_all(libc::SIGKILL);
+        signal_all(child.as_ref(), libc::SIGKILL);
         let _ = child.wait();
     }
 
@@ -273,7 +249,7 @@ impl Started {
     }
 
     /// Waits until it ends; an error, with the end of its log, unless it
-    /// succeeded. For a job started in the background, such as a build.
+    /// succeeded.
     pub fn finish(&self) -> Result {
         let status = self.wait_for_end();
         if status.success() {
@@ -412,9 +388,8 @@ mod tests {
             let _scope = Scope::new();
             let script = format!("setsid sleep 600 & echo $! > {}; sleep 600", pid_file.display());
             let mut shell = Command::new("sh");
-            let started =
-                start("a shell", shell.arg("-c").arg(script), Duration::from_secs(5), None);
-            let started = started.unwrap();
+            shell.arg("-c").arg(script);
+            let started = start("a shell", shell, Duration::from_secs(5), None).unwrap();
             within_5s(|| escaped().is_some(), "the shell wrote no pid");
             assert!(started.is_running() && alive(escaped().unwrap()));
             started

@@ -16,7 +16,7 @@ use std::time::Duration;
 use serde_json::json;
 
 use crate::function::{Env, wait_until_answering};
-use crate::process::{Started, on_exit, output, run, start, succeeds, succeeds_within, tail};
+use crate::process::{Started, on_exit, output, run, start, succeeds, tail};
 use crate::tls_front::forward;
 use crate::tools::{ensure_qemu_arm64, temp_dir, unpack_debian_packages};
 use crate::{Result, log, root, tools_dir};
@@ -158,7 +158,7 @@ impl SamLocal {
         // SAM (1.170) takes over 30 s to end on SIGTERM or SIGINT with a
         // warm container: it is killed after a short grace, and the
         // containers it leaves are removed (remove_lambda_containers).
-        let api = start("sam local start-api", &mut command, Duration::from_secs(3), log)?;
+        let api = start("sam local start-api", command, Duration::from_secs(3), log)?;
         wait_until_answering(port, &api, Duration::from_secs(300)).map_err(|error| {
             let printed = log.map(|log| tail(log, 60)).unwrap_or_default();
             format!("{error}\n{printed}")
@@ -312,7 +312,7 @@ fn ensure_container_engine() -> Result<SamLocal> {
         image: None,
         dynamodb_url: String::new(),
     };
-    if succeeds_within(sam.docker().arg("info"), Duration::from_secs(10)) {
+    if succeeds(sam.docker().arg("info")) {
         let host = sam.docker_host.as_deref().unwrap_or("the default socket");
         log!("using the container engine that answers at {host}");
         let answering = sam.clone();
@@ -375,7 +375,7 @@ fn start_debian_engine(mut sam: SamLocal) -> Result<SamLocal> {
         move || remove_engine_leftovers(&data, &run_dir)
     });
     let log = tools_dir().join("dockerd.log");
-    let engine = start("dockerd", &mut dockerd, Duration::from_secs(30), Some(&log))?;
+    let engine = start("dockerd", dockerd, Duration::from_secs(30), Some(&log))?;
     // Registered after it: runs first, while the engine still answers.
     let answering = sam.clone();
     on_exit(move || answering.remove_lambda_containers());

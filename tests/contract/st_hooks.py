@@ -10,14 +10,13 @@ text/plain 500 itself and never invokes the function (seen with cargo-lambda
 1.9.2; the same bytes as application/octet-stream do reach the function).
 So such bodies are left out here, and only they: no check is disabled. The
 function's own answer to them, 400 with the Error body, is tested by
-tests/api/contract.rs (`a_body_that_is_not_utf8_gets_400_and_writes_nothing`).
+tests/api/hostile.rs ("invalid UTF-8").
 
 2. An `id` written as a whole float (`6547.0`). The contract refuses any `id`
 that is not an integer literal (it names `1e3`), but JSON Schema's data model
 counts every number with a zero fraction as an integer, so no schema can say
 so, and Schemathesis deliberately sends `2.0` where `integer` is declared.
-openapi.yaml states the rule in prose; tests/api/contract.rs
-(`rejected_bodies_get_400_naming_the_problem_and_write_nothing`) covers the
+openapi.yaml states the rule in prose; tests/api/hostile.rs covers the
 400 for `1e3`, `1.0`-style ids and the rest. This is a conflict between the
 contract and JSON Schema, reported to the contract's owner, not a fix.
 """

@@ -14,7 +14,7 @@ use crate::stack::debug_binary;
 
 /// The suite against `url`, with tokens from TOKEN_A and TOKEN_B, or as test
 /// users of the Cognito user pool and app client given.
-pub fn acceptance(url: &str, pool: Option<String>, client: Option<String>) -> Result {
+pub(crate) fn acceptance(url: &str, pool: Option<String>, client: Option<String>) -> Result {
     let mut suite = suite(url)?;
     for (flag, value) in [("--user-pool-id", pool), ("--client-id", client)] {
         if let Some(value) = value {
@@ -33,7 +33,7 @@ fn suite(url: &str) -> Result<Command> {
 
 /// The suite against a local stack that trusts `issuer`, as two owners
 /// that only this suite uses.
-pub fn acceptance_on_local_stack(url: &str, issuer: &Issuer) -> Result {
+pub(crate) fn acceptance_on_local_stack(url: &str, issuer: &Issuer) -> Result {
     log!("the acceptance suite (scripts/acceptance) at {url}, as two owners");
     run(suite(url)?
         .env("TOKEN_A", issuer.token("acceptance-a", 3600))

@@ -27,9 +27,7 @@ xflags::xflags! {
         cmd test {
             /// Schemathesis' examples per operation behind cargo lambda's emulator (100).
             optional --max-examples n: usize
-            /// The same through sam local start-api (25).
-            optional --sam-local-max-examples n: usize
-            /// Seconds of fuzzing per target (20: a smoke run; `cargo xtask fuzz`
+            /// Seconds of fuzzing per target (15: a smoke run; `cargo xtask fuzz`
             /// runs each for 30).
             optional --fuzz-seconds s: u64
         }
@@ -57,9 +55,8 @@ xflags::xflags! {
             /// release (the default) or dev.
             optional --build build: String
         }
-        /// Schemathesis and the acceptance suite against a local stack: cargo-lambda (the default) or sam-local.
+        /// Schemathesis and the acceptance suite against the function behind cargo lambda's emulator.
         cmd contract-test {
-            optional target: String
             /// Examples per operation (100).
             optional --max-examples n: usize
             /// The seed (the commit's first 8 hex digits).

@@ -1,13 +1,14 @@
-//! `cargo xtask test`: every check, as CI runs it (`scripts/test`). The SAM
-//! template's linters and its safety checks; Spectral on openapi.yaml, its
-//! reference page in Chromium and the breaking-change gate against 1.0.0;
-//! formatting, lints, unit and
-//! integration tests (against a DynamoDB Local started here); the deployment
-//! artifact (`sam build`'s arm64 bootstrap, every event in events/ replayed
-//! through it under qemu-user, then in the Lambda container under `sam local
-//! invoke` and `sam local start-api`); the contract tests against both local
-//! stacks; the benchmark in its smoke mode; and a short fuzzing run of each
-//! target. Installs what it needs into .tools/ on first use.
+//! `cargo xtask test`: every check, as CI runs it (`scripts/test`), one
+//! step after another, each logged: the template's linters and safety
+//! checks; Spectral on openapi.yaml, its reference page in Chromium and the
+//! breaking-change gate; formatting, lints, unit and integration tests
+//! (against a DynamoDB Local started here); what `cargo test` ignores, by
+//! name: the acceptance suite's Cognito mode against moto, every event in
+//! events/ through `sam build`'s arm64 bootstrap under qemu-user and under
+//! `sam local invoke`, and one `sam local start-api` smoke run; the contract
+//! tests behind cargo lambda; the benchmark in its smoke mode; and a short
+//! fuzzing run of each target. Installs what it needs into .tools/ on first
+//! use.
 
 use std::path::Path;
 use std::process::{Command, Stdio};
@@ -20,74 +21,41 @@ use plant_store_local_support::tools::{
 };
 use plant_store_local_support::{Result, log, tools_dir};
 
-use crate::artifact::{SamBuild, start_sam_build};
-use crate::contract::{Target, contract_test};
+use crate::artifact::sam_build;
+use crate::contract::contract_test;
 use crate::stack::Stack;
 use crate::{bench, fuzz, interface};
 
 /// How much the contract tests and fuzzing do.
-pub struct Settings {
-    /// Schemathesis' examples per operation behind cargo lambda's emulator.
+pub(crate) struct Settings {
+    /// Schemathesis' examples per operation.
     pub max_examples: usize,
-    /// The same through `sam local start-api` (each request crosses it).
-    pub sam_local_max_examples: usize,
     pub fuzz_seconds: u64,
 }
 
-pub fn full_test(settings: &Settings) -> Result {
+pub(crate) fn full_test(settings: &Settings) -> Result {
     std::fs::create_dir_all(tools_dir())?;
-    let fuzz_build = install_tools_and_start_fuzz_build()?;
+    log!("installing what the checks use into .tools/ (once)");
+    ensure_python_tools()?;
+    ensure_checkov()?;
+    ensure_npm_tools()?;
+    ensure_chromium()?;
+    static_checks()?;
+    interface::reference_page()?;
+    interface::breaking_change_gate()?;
     let cargo_test_log = tools_dir().join("cargo-test.log");
-    let fuzzing;
     {
         let _scope = Scope::new();
-        // The deployment artifact builds while the checks below run: its
-        // optimised build leaves a core idle for long stretches (the large
-        // SDK crates, link-time optimisation), which they use.
-        let artifact_build = start_sam_build()?;
         let stack = Stack::start(free_port(), None)?;
-        static_checks()?;
-        interface::reference_page()?;
-        interface::breaking_change_gate()?;
         cargo_test(&stack, &cargo_test_log)?;
-        // The fuzz targets then run one per core, at the lowest priority,
-        // beside the steps below: those mostly wait on one busy core (the
-        // emulator, Schemathesis). One at a time, they outlasted the steps
-        // by 2 min at e4f4858, once the sam local tests took 1 min.
-        log!("fuzzing smoke run, beside what follows (unoptimised build, a target per core)");
-        let seconds = settings.fuzz_seconds;
-        fuzzing = std::thread::spawn(move || {
-            fuzz::fuzz_targets(fuzz_build, seconds, fuzz::Priority::Idle)
-        });
-        tests_by_name(&stack, artifact_build)?;
+        tests_by_name(&stack)?;
     }
-    // The contract tests through sam local mostly wait (SAM holds each
-    // answer for a second: docs/sam-local.md), so those behind cargo
-    // lambda's emulator and the benchmark's smoke run use the cores
-    // meanwhile, each on its own DynamoDB Local. The scope joins both
-    // sides, so that each stops what it started even when the other fails.
-    std::thread::scope(|threads| {
-        let through_sam_local = threads.spawn(|| {
-            log!(
-                "contract tests against sam local start-api, beside what follows (fewer examples: each crosses the emulator)"
-            );
-            contract_test(Target::SamLocal, settings.sam_local_max_examples, None)
-        });
-        let beside = || -> Result {
-            log!("contract tests against the function behind cargo lambda's emulator");
-            contract_test(Target::CargoLambda, settings.max_examples, None)?;
-            log!("benchmark smoke run (debug build, a few iterations, no timing asserted)");
-            bench::bench(&bench::Settings::smoke())
-        };
-        let beside = beside();
-        log!("waiting for the contract tests through sam local");
-        let through_sam_local =
-            through_sam_local.join().expect("the sam local contract thread panicked");
-        beside.and(through_sam_local)
-    })?;
-
-    log!("waiting for the fuzzing smoke run");
-    println!("{}", fuzzing.join().expect("the fuzzing thread panicked")?);
+    log!("contract tests against the function behind cargo lambda's emulator");
+    contract_test(settings.max_examples, None)?;
+    log!("benchmark smoke run (debug build, a few iterations, no timing asserted)");
+    bench::bench(&bench::Settings::smoke())?;
+    log!("fuzzing smoke run (unoptimised build)");
+    println!("{}", fuzz::fuzz(settings.fuzz_seconds, "dev")?);
     println!("{}", summary(&std::fs::read_to_string(&cargo_test_log)?)?);
     Ok(())
 }
@@ -131,23 +99,19 @@ fn cargo_test(stack: &Stack, cargo_test_log: &Path) -> Result {
 
 /// By name, what `cargo test` ignored, each with what it needs: moto, the
 /// artifact `sam build` makes (under qemu-user), `sam local`.
-fn tests_by_name(stack: &Stack, artifact_build: SamBuild) -> Result {
+fn tests_by_name(stack: &Stack) -> Result {
     log!("the acceptance suite's Cognito mode against moto's Cognito server");
     run_required_tests(&mut stack.env.command("cargo"), MOTO_TESTS, "moto-test")?;
 
-    log!(
-        "the deployment artifact: sam build's arm64 bootstrap, every event through it (qemu-user)"
-    );
-    let artifact = artifact_build.finish()?;
+    let artifact = sam_build()?;
+    log!("every event through sam build's arm64 bootstrap (qemu-user)");
     let mut bootstrap = ensure_qemu_arm64()?;
     bootstrap.push(artifact.bootstrap.display().to_string());
     let cargo = &mut stack.env.command("cargo");
     let cargo = cargo.env("PLANT_STORE_BOOTSTRAP", bootstrap.join(" "));
     run_required_tests(cargo, ARTIFACT_TESTS, "artifact-test")?;
 
-    log!(
-        "sam local: every HTTP API event through sam local invoke, the contract through start-api"
-    );
+    log!("sam local: every HTTP API event through sam local invoke, one start-api smoke run");
     let sam = SamLocal::prepare(stack.dynamodb_port)?;
     let (name, prepared) = sam.handover();
     let cargo = &mut stack.env.command("cargo");
@@ -163,8 +127,7 @@ const ARTIFACT_TESTS: &[&str] =
     &["events::every_sample_event_gets_its_expected_response_from_the_bootstrap"];
 const SAM_LOCAL_TESTS: &[&str] = &[
     "events::every_http_api_event_gets_its_expected_response_through_sam_local_invoke",
-    "sam_local::the_contract_holds_through_sam_local_start_api",
-    "sam_local::cors_admits_the_configured_origins_only",
+    "sam_local::creates_pages_and_preflights_through_sam_local_start_api",
 ];
 
 /// The run's closing line: what `cargo test` ran, what it ignored, and
@@ -196,33 +159,6 @@ fn summary(cargo_test_log: &str) -> Result<String> {
         ignored.len(),
         by_name.len()
     ))
-}
-
-/// The tools installed on first use, at once (the pip installs keep one
-/// core busy each, the npm tools and Debian's Chromium mostly wait on the
-/// network; the scope waits for every one, even when one fails, so that
-/// no install is left running); and cargo-fuzz's build, then the fuzz
-/// targets', the fuzzing's long pole. Both run at the lowest priority, in
-/// what the other steps leave idle (at 8ec560e cargo-fuzz's build, at
-/// normal priority, shared the cores with the pip installs for 1 min 40 s).
-/// The targets are built unoptimised, whatever `--build` says (that is
-/// `cargo xtask fuzz`'s): a smoke run needs no more.
-fn install_tools_and_start_fuzz_build() -> Result<fuzz::FuzzBuild> {
-    std::thread::scope(|threads| {
-        let others = [
-            threads.spawn(ensure_python_tools),
-            threads.spawn(|| ensure_checkov().map(drop)),
-            threads.spawn(|| ensure_npm_tools().map(drop)),
-            threads.spawn(|| ensure_chromium().map(drop)),
-        ];
-        // On this thread: a started process ends with the thread that
-        // started it (`process::start`).
-        let fuzz_build = fuzz::start_build(fuzz::Build::Dev, fuzz::Priority::Idle);
-        for install in others {
-            install.join().expect("an install panicked")?;
-        }
-        fuzz_build
-    })
 }
 
 /// Runs exactly these tests of the api binary, ignored or not, one at a time (each starts

@@ -37,7 +37,7 @@ fn local_stack(dynamodb_port: u16) -> Result<(Stack, Issuer)> {
 /// the function under `cargo lambda watch` at 127.0.0.1:`api_port`.
 /// Prints a token and working curl lines; runs until Ctrl-C, which stops
 /// everything it started.
-pub fn dev(api_port: u16, dynamodb_port: u16) -> Result {
+pub(crate) fn dev(api_port: u16, dynamodb_port: u16) -> Result {
     let (mut stack, issuer) = local_stack(dynamodb_port)?;
     stack.env.set("AWS_LAMBDA_LOG_FORMAT", "JSON");
     log!(
@@ -53,7 +53,7 @@ pub fn dev(api_port: u16, dynamodb_port: u16) -> Result {
 /// artifact under `sam local start-api` at 127.0.0.1:`api_port`, in the
 /// Lambda container (docs/sam-local.md). Not at the same time as `dev`
 /// (both use DynamoDB Local's port and data).
-pub fn sam_local(api_port: u16, dynamodb_port: u16) -> Result {
+pub(crate) fn sam_local(api_port: u16, dynamodb_port: u16) -> Result {
     let (stack, issuer) = local_stack(dynamodb_port)?;
     sam_build()?;
     let sam = SamLocal::prepare(stack.dynamodb_port)?;
@@ -84,7 +84,7 @@ curl -s "http://127.0.0.1:{port}/plants?limit=10" -H "Authorization: Bearer $TOK
 
 /// `cargo xtask token OWNER`: a token for the local stack, signed with the
 /// local key, valid for 24 hours.
-pub fn token(owner: &str) -> Result {
+pub(crate) fn token(owner: &str) -> Result {
     let issuer = Issuer::load(&local_key_dir())
         .map_err(|error| format!("no local key yet (run scripts/dev first): {error}"))?;
     println!("{}", issuer.token(owner, TOKEN_TTL_SECONDS));

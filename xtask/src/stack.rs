@@ -15,7 +15,7 @@ use plant_store_local_support::{Result, root};
 
 /// DynamoDB Local and the environment every process of the stack gets:
 /// the SDK's settings for it, and the function's own once configured.
-pub struct Stack {
+pub(crate) struct Stack {
     pub env: Env,
     pub dynamodb_port: u16,
 }
@@ -23,14 +23,14 @@ pub struct Stack {
 impl Stack {
     /// Starts DynamoDB Local on 127.0.0.1:`port` (in memory, or with its
     /// data in `data_dir`); it stops with the task.
-    pub fn start(port: u16, data_dir: Option<&Path>) -> Result<Self> {
+    pub(crate) fn start(port: u16, data_dir: Option<&Path>) -> Result<Self> {
         let (url, _stopped_with_the_task) = dynamodb_local::start(port, data_dir)?;
         Ok(Self { env: Env::dynamodb(&url), dynamodb_port: port })
     }
 
     /// Creates `table` (kept if it exists) and configures the function for
     /// it, trusting `issuer`.
-    pub fn configure_function(&mut self, table: &str, issuer: &Issuer) -> Result {
+    pub(crate) fn configure_function(&mut self, table: &str, issuer: &Issuer) -> Result {
         self.create_table(table)?;
         let url = self.env.get("AWS_ENDPOINT_URL_DYNAMODB").to_owned();
         self.env = Env::function(&url, table, issuer);
@@ -38,23 +38,23 @@ impl Stack {
     }
 
     /// Creates `table` on DynamoDB Local (`plant-store-admin create-table`).
-    pub fn create_table(&self, table: &str) -> Result {
+    pub(crate) fn create_table(&self, table: &str) -> Result {
         run(self.admin()?.args(["create-table", "--name", table]))
     }
 
     /// The operator's commands (`plant-store-admin`) on this stack's DynamoDB.
-    pub fn admin(&self) -> Result<Command> {
+    pub(crate) fn admin(&self) -> Result<Command> {
         Ok(self.env.command(debug_binary("plant-store-admin")?))
     }
 
     /// The function under `cargo lambda watch` on 127.0.0.1:`port` (which
     /// binary it serves is in Cargo.toml's `[workspace.metadata.lambda.watch]`),
     /// once the function itself answers.
-    pub fn start_function(&self, port: u16) -> Result<Started> {
+    pub(crate) fn start_function(&self, port: u16) -> Result<Started> {
         let mut command = self.env.command("cargo");
         command.args(["lambda", "watch", "--invoke-address", "127.0.0.1"]);
         command.args(["--invoke-port", &port.to_string()]);
-        let function = start("cargo lambda watch", &mut command, FUNCTION_GRACE, None)?;
+        let function = start("cargo lambda watch", command, FUNCTION_GRACE, None)?;
         wait_until_answering(port, &function, Duration::from_secs(600))?;
         Ok(function)
     }
@@ -64,7 +64,7 @@ impl Stack {
     /// emulation of the HTTP API and the Lambda Runtime API, without a build
     /// of its own: it would build the function with other features than the
     /// tests and compile most of the tree again). Both write to `output`.
-    pub fn start_built_function(&self, port: u16, output: &Path) -> Result<Started> {
+    pub(crate) fn start_built_function(&self, port: u16, output: &Path) -> Result<Started> {
         let binary = debug_binary("plant-store")?;
         // One file for both processes: `start`'s own log would be a file each.
         let log = std::fs::File::create(output)?;
@@ -72,7 +72,7 @@ impl Stack {
         emulator.args("lambda watch --only-lambda-apis --invoke-address 127.0.0.1".split(' '));
         emulator.args(["--invoke-port", &port.to_string()]);
         emulator.stdout(log.try_clone()?).stderr(log.try_clone()?);
-        let emulator = start("cargo lambda watch", &mut emulator, FUNCTION_GRACE, None)?;
+        let emulator = start("cargo lambda watch", emulator, FUNCTION_GRACE, None)?;
         // It answers HTTP only through a function: wait for its port.
         wait_for_port(port, &emulator, Duration::from_secs(60))?;
         // What cargo lambda watch prints that the function must be given.
@@ -84,7 +84,7 @@ impl Stack {
             .env("AWS_LAMBDA_FUNCTION_MEMORY_SIZE", "4096")
             .stdout(log.try_clone()?)
             .stderr(log);
-        let function = start("the function", &mut function, FUNCTION_GRACE, None)?;
+        let function = start("the function", function, FUNCTION_GRACE, None)?;
         wait_until_answering(port, &function, Duration::from_secs(60))?;
         Ok(function)
     }
@@ -99,7 +99,7 @@ const FUNCTION_GRACE: Duration = Duration::from_secs(2);
 /// other binary of the workspace but xtask (which runs in its own profile):
 /// with the features `cargo test` builds with, so that the tests, the
 /// operator's commands and the function share one build of the dependencies.
-pub fn debug_binary(name: &str) -> Result<PathBuf> {
+pub(crate) fn debug_binary(name: &str) -> Result<PathBuf> {
     static BUILT: OnceLock<Result<(), String>> = OnceLock::new();
     BUILT
         .get_or_init(|| {

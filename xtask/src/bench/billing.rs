@@ -8,7 +8,7 @@ use serde_json::Value;
 /// item before and after, here its key and one number), twice that in a
 /// transaction, and a failed condition is billed all the same; a read is 1
 /// unit per 4 KB read, half that when eventually consistent.
-pub fn billed(calls: &[Call]) -> (f64, f64) {
+pub(super) fn billed(calls: &[Call]) -> (f64, f64) {
     let write = |bytes: usize| (bytes as f64 / 1024.0).ceil().max(1.0);
     let read = |bytes: usize, consistent: bool| {
         (bytes as f64 / 4096.0).ceil().max(1.0) * if consistent { 1.0 } else { 0.5 }
@@ -67,7 +67,7 @@ const MEMORY_GB: f64 = 128.0 / 1024.0;
 
 /// What the duration of a million requests like these (ms) costs at
 /// 128 MB, each billed by the millisecond, rounded up.
-pub fn duration_cost_per_million(durations_ms: &[f64]) -> f64 {
+pub(super) fn duration_cost_per_million(durations_ms: &[f64]) -> f64 {
     let billed_ms =
         durations_ms.iter().map(|ms| ms.ceil()).sum::<f64>() / durations_ms.len().max(1) as f64;
     1e6 * billed_ms / 1000.0 * MEMORY_GB * PRICE_PER_GB_SECOND_USD

@@ -20,7 +20,7 @@ use super::{Measured, Settings, Setup, TABLE};
 
 /// The DynamoDB Local JVM speeds up as it compiles its hot paths: warm
 /// requests that prime it before anything is measured.
-pub const PRIME_REQUESTS: usize = 300;
+pub(super) const PRIME_REQUESTS: usize = 300;
 
 fn post_event(template: &Value, plant_id: u64) -> String {
     let mut event = template.clone();
@@ -113,7 +113,7 @@ impl ColdSamples {
 /// The functions of `setup` at full CPU, or at the CPU share of a
 /// function of `share` MB of memory (those `settings` names for it): cold
 /// starts interleaved with warm requests.
-pub async fn cold_start(
+pub(super) async fn cold_start(
     setup: &Setup,
     settings: &Settings,
     extra: serde_json::Map<String, Value>,
@@ -254,7 +254,7 @@ const IN_FLIGHT: usize = 16;
 /// owners between them: refusals and throughput; then whether each owner's
 /// plants and count are exact (the listing, and `plant-store-admin recount`
 /// finding nothing to set).
-pub async fn burst(setup: &Setup, settings: &Settings) -> Result {
+pub(super) async fn burst(setup: &Setup, settings: &Settings) -> Result {
     let function = setup.functions.iter().find(|function| function.name == "function");
     let function = function.ok_or("no function to burst")?;
     let mut env = function.env.clone();

@@ -32,7 +32,7 @@ use crate::artifact::{check_no_jitter_entropy, sam_build};
 use crate::stack::{Stack, debug_binary};
 
 /// What the flags say (`cargo xtask --help`).
-pub struct Settings {
+pub(crate) struct Settings {
     /// A few iterations of the debug build (the full test run's).
     smoke: bool,
     /// Cold starts per function, and warm GET + POST per function.
@@ -58,7 +58,7 @@ const AT_SHARE: &[&str] = &["cognito", "function", "unbounded", "minimal", "raw"
 const MEMORY_MB: u64 = 128;
 
 impl Settings {
-    pub fn from_flags(flags: crate::flags::Bench) -> Self {
+    pub(crate) fn from_flags(flags: crate::flags::Bench) -> Self {
         if flags.smoke {
             return Self::smoke();
         }
@@ -76,7 +76,7 @@ impl Settings {
     }
 
     /// A few iterations of the debug build: the full test run's.
-    pub fn smoke() -> Self {
+    pub(crate) fn smoke() -> Self {
         Self {
             smoke: true,
             rounds: 3,
@@ -98,7 +98,7 @@ impl Settings {
 /// One measured function: its name in the report, its binary, its Lambda
 /// environment, the requests it gets (signed with its token), and whether
 /// X-Ray samples its invocations.
-pub struct Measured {
+pub(crate) struct Measured {
     name: String,
     binary: PathBuf,
     env: Env,
@@ -108,7 +108,7 @@ pub struct Measured {
 }
 
 /// What the benchmarks measure, and the requests they send.
-pub struct Setup {
+pub(crate) struct Setup {
     functions: Vec<Measured>,
     results_dir: PathBuf,
     /// Every DynamoDB call of every function passes it.
@@ -126,7 +126,7 @@ pub struct Setup {
 }
 
 /// The benchmarks, as `settings` say.
-pub fn bench(settings: &Settings) -> Result {
+pub(crate) fn bench(settings: &Settings) -> Result {
     let _scope = Scope::new();
     build(settings)?;
     let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;

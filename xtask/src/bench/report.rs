@@ -9,38 +9,38 @@ use serde_json::Value;
 /// The benchmark's targets, in one place: the most each figure may be
 /// Ratios are to the floor (`minimal`)
 /// measured in the same run.
-pub mod limits {
+pub(super) mod limits {
     /// Cold total (init and first invocation), cognito / minimal.
-    pub const COLD_TOTAL: f64 = 1.0;
+    pub(crate) const COLD_TOTAL: f64 = 1.0;
     /// Cold total, cognito now / the build compared (`--compare`).
-    pub const COLD_TOTAL_AGAINST_BEFORE: f64 = 1.05;
+    pub(crate) const COLD_TOTAL_AGAINST_BEFORE: f64 = 1.05;
     /// The first invocation after a cold start / a warm GET's p50.
-    pub const FIRST_INVOCATION: f64 = 1.2;
-    pub const WARM_GET_P50: f64 = 1.05;
-    pub const WARM_GET_P99: f64 = 1.3;
+    pub(crate) const FIRST_INVOCATION: f64 = 1.2;
+    pub(crate) const WARM_GET_P50: f64 = 1.05;
+    pub(crate) const WARM_GET_P99: f64 = 1.3;
     /// A create with the bound makes two writes where the floor makes one.
-    pub const WARM_POST_P50_BOUNDED: f64 = 2.05;
-    pub const WARM_POST_P50_UNBOUNDED: f64 = 1.05;
+    pub(crate) const WARM_POST_P50_BOUNDED: f64 = 2.05;
+    pub(crate) const WARM_POST_P50_UNBOUNDED: f64 = 1.05;
     /// The function's CPU time per warm request over the floor's, in µs.
-    pub const CPU_OVER_FLOOR_US: f64 = 20.0;
+    pub(crate) const CPU_OVER_FLOOR_US: f64 = 20.0;
     /// Write units per accepted create, with the bound and without.
-    pub const WRITE_UNITS_BOUNDED: f64 = 2.0;
-    pub const WRITE_UNITS_UNBOUNDED: f64 = 1.0;
-    pub const PEAK_RSS_MIB: f64 = 9.3;
+    pub(crate) const WRITE_UNITS_BOUNDED: f64 = 2.0;
+    pub(crate) const WRITE_UNITS_UNBOUNDED: f64 = 1.0;
+    pub(crate) const PEAK_RSS_MIB: f64 = 9.3;
     /// The stripped x86_64 release binary.
-    pub const BINARY_MB: f64 = 7.6;
+    pub(crate) const BINARY_MB: f64 = 7.6;
     /// The arm64 `bootstrap` that `sam build` makes.
-    pub const ARM64_BOOTSTRAP_MB: f64 = 6.0;
+    pub(crate) const ARM64_BOOTSTRAP_MB: f64 = 6.0;
     /// At 128 MB's share of a CPU, against the physical floor (`raw`):
     /// a warm GET's mean, a bounded create's (two writes to the floor's
     /// one), and the CPU of a warm GET.
-    pub const SHARE_GET_MEAN: f64 = 1.5;
-    pub const SHARE_POST_MEAN_BOUNDED: f64 = 2.5;
-    pub const SHARE_CPU_GET: f64 = 1.5;
+    pub(crate) const SHARE_GET_MEAN: f64 = 1.5;
+    pub(crate) const SHARE_POST_MEAN_BOUNDED: f64 = 2.5;
+    pub(crate) const SHARE_CPU_GET: f64 = 1.5;
 }
 
 /// The lines of this run's reports that name a missed target.
-pub fn missed_targets(results_dir: &Path) -> Result<Vec<String>> {
+pub(super) fn missed_targets(results_dir: &Path) -> Result<Vec<String>> {
     let mut missed = Vec::new();
     for report in ["cold_start", "cold_start_128mb", "burst"] {
         let text = std::fs::read_to_string(results_dir.join(format!("{report}.txt")))?;
@@ -51,7 +51,7 @@ pub fn missed_targets(results_dir: &Path) -> Result<Vec<String>> {
 }
 
 /// Prints the report and keeps it, with its figures, in `dir`.
-pub fn write_results(dir: &Path, name: &str, report: &str, figures: &Value) -> Result {
+pub(super) fn write_results(dir: &Path, name: &str, report: &str, figures: &Value) -> Result {
     println!("{report}");
     std::fs::write(dir.join(format!("{name}.txt")), format!("{report}\n"))?;
     std::fs::write(dir.join(format!("{name}.json")), serde_json::to_string_pretty(figures)?)?;
@@ -59,7 +59,7 @@ pub fn write_results(dir: &Path, name: &str, report: &str, figures: &Value) -> R
 }
 
 /// The figures at the CPU share of `memory_mb`, against the physical floor.
-pub fn render_share(figures: &Value, memory_mb: u64) -> String {
+pub(super) fn render_share(figures: &Value, memory_mb: u64) -> String {
     let cold = Cold(figures["functions"].as_object().unwrap());
     let mut lines = vec![
         format!(
@@ -101,7 +101,7 @@ pub fn render_share(figures: &Value, memory_mb: u64) -> String {
     lines.join("\n")
 }
 
-pub fn render_cold(figures: &Value) -> String {
+pub(super) fn render_cold(figures: &Value) -> String {
     let cold = Cold(figures["functions"].as_object().unwrap());
     let mut lines = vec![
         format!(
@@ -279,11 +279,11 @@ fn cell(value: f64, width: usize, precision: usize) -> String {
     }
 }
 
-pub fn mean(samples: &[f64]) -> f64 {
+pub(super) fn mean(samples: &[f64]) -> f64 {
     samples.iter().sum::<f64>() / samples.len().max(1) as f64
 }
 
-pub fn median(mut samples: Vec<f64>) -> f64 {
+pub(super) fn median(mut samples: Vec<f64>) -> f64 {
     samples.sort_by(f64::total_cmp);
     let middle = samples.len() / 2;
     if samples.len().is_multiple_of(2) {
@@ -293,7 +293,7 @@ pub fn median(mut samples: Vec<f64>) -> f64 {
     }
 }
 
-pub fn percentile(mut samples: Vec<f64>, fraction: f64) -> f64 {
+pub(super) fn percentile(mut samples: Vec<f64>, fraction: f64) -> f64 {
     samples.sort_by(f64::total_cmp);
     let index = (fraction * (samples.len() - 1) as f64).round() as usize;
     samples[index.min(samples.len() - 1)]
