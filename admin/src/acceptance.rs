@@ -12,13 +12,8 @@ use std::time::{SystemTime, UNIX_EPOCH};
 
 use base64::Engine;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
-use bytes::Bytes;
-use http_body_util::{BodyExt, Full};
-use hyper::{HeaderMap, Method, Request, StatusCode};
-use hyper_rustls::HttpsConnector;
-use hyper_util::client::legacy::Client;
-use hyper_util::client::legacy::connect::HttpConnector;
-use hyper_util::rt::TokioExecutor;
+use reqwest::header::HeaderMap;
+use reqwest::{Method, StatusCode};
 use serde_json::{Value, json};
 
 /// The plain challenge and the invalid-token challenge (RFC 6750).
@@ -281,25 +276,17 @@ fn tamper(authorization: &str) -> String {
     tampered
 }
 
-/// An HTTP(S) client of the API at a base URL (HTTPS with the system's
-/// roots).
+/// An HTTP(S) client of the API at a base URL (reqwest; HTTPS with the
+/// platform's verifier).
 pub struct Api {
     base_url: String,
-    client: Client<HttpsConnector<HttpConnector>, Full<Bytes>>,
+    client: reqwest::Client,
 }
 
 impl Api {
     pub fn new(base_url: &str) -> Self {
-        let connector = hyper_rustls::HttpsConnectorBuilder::new()
-            .with_native_roots()
-            .expect("the system's trust store loads")
-            .https_or_http()
-            .enable_http1()
-            .build();
-        Self {
-            base_url: base_url.trim_end_matches('/').to_owned(),
-            client: Client::builder(TokioExecutor::new()).build(connector),
-        }
+        let base_url = base_url.trim_end_matches('/').to_owned();
+        Self { base_url, client: reqwest::Client::new() }
     }
 
     async fn post(&self, authorization: &str, plant: &Value) -> Exchange {
@@ -331,18 +318,15 @@ impl Api {
         headers: &[(&str, &str)],
         body: Option<String>,
     ) -> Result<(StatusCode, HeaderMap, String), String> {
-        let mut request = Request::builder().method(method).uri(format!("{}{path}", self.base_url));
+        let mut request = self.client.request(method, format!("{}{path}", self.base_url));
         for (name, value) in headers {
             request = request.header(*name, *value);
         }
-        let body = Full::new(Bytes::from(body.unwrap_or_default()));
-        let request = request.body(body).map_err(|error| format!("not a request: {error}"))?;
-        let sent = self.client.request(request).await;
-        let (parts, body) =
-            sent.map_err(|error| format!("the request failed: {error}"))?.into_parts();
-        let body =
-            body.collect().await.map_err(|error| format!("reading the body failed: {error}"))?;
-        Ok((parts.status, parts.headers, String::from_utf8_lossy(&body.to_bytes()).into_owned()))
+        let sent = request.body(body.unwrap_or_default()).send().await;
+        let response = sent.map_err(|error| format!("the request failed: {error}"))?;
+        let (status, headers) = (response.status(), response.headers().clone());
+        let body = response.text().await;
+        Ok((status, headers, body.map_err(|error| format!("reading the body failed: {error}"))?))
     }
 }
 

@@ -9,13 +9,13 @@ use std::time::{Duration, Instant};
 
 use plant_store_local_support::Result;
 use plant_store_local_support::process::output;
-use plant_store_local_support::runtime_api::LambdaProcess;
+use plant_store_local_support::runtime_api::{CpuShare, LambdaProcess};
 use serde_json::{Value, json};
 
-use plant_store_local_support::runtime_api::CpuShare;
-
 use super::billing::{billed, duration_cost_per_million};
-use super::report::{mean, median, percentile, render_cold, render_share, write_results};
+use super::report::{
+    FULL_CPU_ROWS, Figures, SHARE_ROWS, at_most, figure, limits, mean, percentile, write_results,
+};
 use super::{Measured, Settings, Setup, TABLE};
 
 /// The DynamoDB Local JVM speeds up as it compiles its hot paths: warm
@@ -34,16 +34,16 @@ fn command_of(binary: &Path) -> Vec<String> {
     vec![binary.display().to_string()]
 }
 
-/// `event` through `function`'s `process`, sampled for X-Ray as the row
-/// says; an error unless it is answered 200. How long it took, and the CPU
-/// time the function spent meanwhile (where the platform tells it).
+/// `event` through `function`'s `process`, unsampled for X-Ray (as most of
+/// Lambda's invocations are); an error unless it is answered 200. How long it took, and the CPU time the function spent meanwhile
+/// (where the platform tells it).
 async fn invoke_ok(
     process: &LambdaProcess,
     function: &Measured,
     event: &str,
 ) -> Result<(Duration, Option<Duration>)> {
     let cpu_before = process.cpu_time();
-    let invoked = process.invoke_sampled(event, function.sampled).await;
+    let invoked = process.invoke_sampled(event, false).await;
     let cpu = process.cpu_time().zip(cpu_before);
     let status = invoked.response["statusCode"].as_u64();
     if status != Some(200) {
@@ -87,13 +87,13 @@ impl ColdSamples {
         let post_write_units =
             mean(&self.post_units.iter().map(|units| units.0).collect::<Vec<_>>());
         let get_read_units = mean(&self.get_units.iter().map(|units| units.1).collect::<Vec<_>>());
-        let cpu = |samples: Vec<f64>| (!samples.is_empty()).then(|| median(samples));
+        let cpu = |samples: Vec<f64>| (!samples.is_empty()).then(|| percentile(samples, 0.5));
         Ok(json!({
             "cpu_get_us": cpu(self.get_cpu),
             "cpu_post_us": cpu(self.post_cpu),
-            "init_ms": median(self.init),
-            "first_invocation_ms": median(self.first),
-            "cold_total_ms": median(self.total),
+            "init_ms": percentile(self.init, 0.5),
+            "first_invocation_ms": percentile(self.first, 0.5),
+            "cold_total_ms": percentile(self.total, 0.5),
             "warm_get_mean_ms": mean(&self.get),
             "warm_post_mean_ms": mean(&self.post),
             "duration_usd_per_million_gets": duration_cost_per_million(&self.get),
@@ -148,21 +148,104 @@ pub(super) async fn cold_start(
     for ((function, cold), warm) in functions.iter().zip(samples).zip(&warm) {
         figures_of.insert(function.name.clone(), cold.figures(function, warm)?);
     }
-    let mut figures = json!({
-        "rounds": settings.rounds,
-        "warm_requests": per_round * settings.rounds,
-        "functions": figures_of,
-        // Checked against X-Ray's schema as they arrive.
-        "xray_documents": setup.xray.documents().len(),
-    });
+    let (rounds, warm_requests) = (settings.rounds, per_round * settings.rounds);
+    let report = report(&Figures(&figures_of), rounds, warm_requests, &extra, share);
+    let mut figures =
+        json!({"rounds": rounds, "warm_requests": warm_requests, "functions": figures_of});
     figures.as_object_mut().unwrap().extend(extra);
+    let name = if share.is_some() { "cold_start_128mb" } else { "cold_start" };
+    write_results(&setup.results_dir, name, &report, &figures)
+}
+
+/// The phase's report: at full CPU against the SDK floor, or at `share`
+/// MB's share against the physical floor.
+fn report(
+    figures: &Figures,
+    rounds: usize,
+    warm_requests: usize,
+    extra: &serde_json::Map<String, Value>,
+    share: Option<u64>,
+) -> String {
     match share {
-        None => write_results(&setup.results_dir, "cold_start", &render_cold(&figures), &figures),
+        None => {
+            let heading = format!(
+                "cold_start: {rounds} cold starts and {warm_requests} warm GET + POST per function, interleaved; medians unless named"
+            );
+            figures.render(&heading, FULL_CPU_ROWS, "minimal", &full_cpu_targets(figures, extra))
+        }
         Some(mb) => {
-            let report = render_share(&figures, mb);
-            write_results(&setup.results_dir, "cold_start_128mb", &report, &figures)
+            let heading = format!(
+                "cold_start at the {mb} MB share of a CPU (1 ms of CPU per {:.2} ms, a cgroup): {rounds} cold starts and {warm_requests} warm GET + POST per function; duration: a million requests' billed milliseconds at {mb} MB on arm64, beside their $0.20 request fee",
+                1769.0 / mb as f64
+            );
+            figures.render(&heading, SHARE_ROWS, "raw", &share_targets(figures))
         }
     }
+}
+
+/// The full-CPU targets, against the SDK floor (`minimal`), the first
+/// invocation, the billing, and the build compared (`--compare`).
+fn full_cpu_targets(at: &Figures, extra: &serde_json::Map<String, Value>) -> Vec<String> {
+    let first = at.get("cognito", "first_invocation_ms") / at.get("cognito", "warm_get_p50_ms");
+    #[rustfmt::skip]
+    let mut lines = vec![
+        at_most("cold total: cognito / minimal", at.ratio("cognito", "minimal", "cold_total_ms"), limits::COLD_TOTAL, "x"),
+        at_most("first invocation / warm GET p50 (cognito)", first, limits::FIRST_INVOCATION, "x"),
+        at_most("warm GET p50: cognito / minimal", at.ratio("cognito", "minimal", "warm_get_p50_ms"), limits::WARM_GET_P50, "x"),
+        at_most("warm GET p99: cognito / minimal", at.ratio("cognito", "minimal", "warm_get_p99_ms"), limits::WARM_GET_P99, "x"),
+        at_most("warm POST p50: function / minimal", at.ratio("function", "minimal", "warm_post_p50_ms"), limits::WARM_POST_P50_BOUNDED, "x"),
+        at_most("warm POST p50: unbounded / minimal", at.ratio("unbounded", "minimal", "warm_post_p50_ms"), limits::WARM_POST_P50_UNBOUNDED, "x"),
+        at_most("write units per accepted create (function)", at.get("function", "write_units_per_create"), limits::WRITE_UNITS_BOUNDED, " WCU"),
+        at_most("write units per accepted create (unbounded)", at.get("unbounded", "write_units_per_create"), limits::WRITE_UNITS_UNBOUNDED, " WCU"),
+        at_most("peak RSS (cognito)", at.get("cognito", "peak_rss_mib"), limits::PEAK_RSS_MIB, " MiB"),
+        at_most("stripped x86_64 binary (function)", at.get("function", "binary_bytes") / 1e6, limits::BINARY_MB, " MB"),
+    ];
+    if at.0.contains_key("before-cognito") {
+        let now_over_before = |key: &str| at.ratio("cognito", "before-cognito", key);
+        let cold = now_over_before("cold_total_ms");
+        lines.push(at_most(
+            "cold total, cognito: now / before",
+            cold,
+            limits::COLD_TOTAL_AGAINST_BEFORE,
+            "x",
+        ));
+        for (label, key) in [
+            ("warm GET p50", "warm_get_p50_ms"),
+            ("warm POST p50", "warm_post_p50_ms"),
+            ("CPU per warm GET", "cpu_get_us"),
+            ("CPU per warm POST", "cpu_post_us"),
+            ("peak RSS", "peak_rss_mib"),
+        ] {
+            lines.push(figure(
+                &format!("{label}, cognito: now / before"),
+                now_over_before(key),
+                "x",
+            ));
+        }
+    }
+    if let Some(bytes) = extra.get("arm64_bootstrap_bytes").and_then(Value::as_f64) {
+        lines.push(at_most(
+            "arm64 bootstrap from sam build",
+            bytes / 1e6,
+            limits::ARM64_BOOTSTRAP_MB,
+            " MB",
+        ));
+        let zipped = extra["arm64_zip_bytes"].as_f64().unwrap_or_default() / 1e6;
+        lines.push(figure("arm64 bootstrap zipped", zipped, " MB"));
+    }
+    lines
+}
+
+/// The targets at 128 MB's share, against the physical floor (`raw`).
+fn share_targets(at: &Figures) -> Vec<String> {
+    let to_raw = |name: &str, key: &str| at.ratio(name, "raw", key);
+    #[rustfmt::skip]
+    let lines = vec![
+        at_most("warm GET mean: cognito / raw", to_raw("cognito", "warm_get_mean_ms"), limits::SHARE_GET_MEAN, "x"),
+        at_most("warm POST mean: function (bounded) / raw", to_raw("function", "warm_post_mean_ms"), limits::SHARE_POST_MEAN_BOUNDED, "x"),
+        at_most("CPU per warm GET: cognito / raw", to_raw("cognito", "cpu_get_us"), limits::SHARE_CPU_GET, "x"),
+    ];
+    lines
 }
 
 /// The functions measured at `share` MB's share of a CPU, each with its
@@ -299,9 +382,8 @@ async fn burst_shape(
             statuses.push(answers.join_next().await.ok_or("a create")??);
         }
         let process = process.clone();
-        let sampled = function.sampled;
         answers.spawn(async move {
-            let invoked = process.invoke_sampled(&event, sampled).await;
+            let invoked = process.invoke_sampled(&event, false).await;
             let status = invoked.response["statusCode"].as_u64().unwrap_or_default();
             (owner, status)
         });

@@ -21,7 +21,7 @@ use std::process::Command;
 use plant_store_local_support::fault_proxy::{Fault, FaultProxy};
 use plant_store_local_support::function::Env;
 use plant_store_local_support::http_server::{Reply, listen, respond, serve};
-use plant_store_local_support::keys::{AUDIENCE, Algorithm, ISSUER, Issuer, SigningKey};
+use plant_store_local_support::keys::{AUDIENCE, Algorithm, ISSUER, Issuer};
 use plant_store_local_support::process::{Scope, free_port, run};
 use plant_store_local_support::tls_front::TlsFront;
 use plant_store_local_support::xray_daemon::XRayDaemon;
@@ -96,15 +96,13 @@ impl Settings {
 }
 
 /// One measured function: its name in the report, its binary, its Lambda
-/// environment, the requests it gets (signed with its token), and whether
-/// X-Ray samples its invocations.
+/// environment, and the requests it gets (signed with the run's token).
 pub(crate) struct Measured {
     name: String,
     binary: PathBuf,
     env: Env,
     get_event: String,
     post_template: Value,
-    sampled: bool,
 }
 
 /// What the benchmarks measure, and the requests they send.
@@ -113,16 +111,14 @@ pub(crate) struct Setup {
     results_dir: PathBuf,
     /// Every DynamoDB call of every function passes it.
     recorder: FaultProxy,
-    /// Where every function sends its X-Ray documents (the `traced` row's
-    /// invocations are all sampled; the others', as most of Lambda's, not).
-    xray: XRayDaemon,
     /// Signs the requests' tokens.
     issuer: Issuer,
     /// How DynamoDB Local is reached (for the recount after the burst).
     stack: Stack,
     /// Kept running while the functions use them: DynamoDB's and the key
-    /// set's TLS fronts, and the key server.
-    _running: (TlsFront, TlsFront, tokio::task::JoinHandle<()>),
+    /// set's TLS fronts, the key server, and the X-Ray daemon (whose
+    /// address Lambda sets; an unsampled invocation sends it nothing).
+    _running: (TlsFront, TlsFront, tokio::task::JoinHandle<()>, XRayDaemon),
 }
 
 /// The benchmarks, as `settings` say.
@@ -166,8 +162,8 @@ impl Setup {
         let tls_dir = tools_dir().join("bench/tls");
         let dynamodb_front =
             runtime.block_on(TlsFront::start(port_of(&recorder.url)?, &tls_dir))?;
-        // Cognito signs with RS256; the `es256` row's tokens use the second key.
-        let issuer = Issuer::generate(&[Algorithm::RS256, Algorithm::ES256]);
+        // Cognito signs with RS256.
+        let issuer = Issuer::generate(&[Algorithm::RS256]);
         let (key_server, key_port) = runtime.block_on(key_server(issuer.jwks()));
         let key_front = runtime.block_on(TlsFront::start(key_port, &tls_dir))?;
         let xray = runtime.block_on(XRayDaemon::start());
@@ -185,10 +181,9 @@ impl Setup {
             functions: measured(rows, &issuer)?,
             results_dir,
             recorder,
-            xray,
             issuer,
             stack,
-            _running: (dynamodb_front, key_front, key_server),
+            _running: (dynamodb_front, key_front, key_server, xray),
         })
     }
 }
@@ -247,14 +242,6 @@ fn port_of(url: &str) -> Result<u16> {
     Ok(url.trim_start_matches("http://127.0.0.1:").parse()?)
 }
 
-/// Which key signs a row's tokens, and whether X-Ray samples it.
-#[derive(Clone, Copy)]
-enum Row {
-    Rs256,
-    Es256,
-    Rs256Sampled,
-}
-
 /// Every function measured, in each configuration, from the environment
 /// `base` they share.
 fn functions(
@@ -262,7 +249,7 @@ fn functions(
     base: &Env,
     jwks_url: &str,
     tls: &TlsFront,
-) -> Vec<(&'static str, PathBuf, Env, Row)> {
+) -> Vec<(&'static str, PathBuf, Env)> {
     let remote_keys = |env: &Env| {
         let mut env = env.with("AUTH_JWKS_URL", jwks_url);
         env.remove("AUTH_JWKS");
@@ -279,43 +266,36 @@ fn functions(
             .map(|binary| settings.bin_dir().join(binary));
     let unbounded = compiled_in.with("MAX_PLANTS_PER_OWNER", "0");
     let mut rows = vec![
-        ("cognito", function.clone(), remote_keys(&compiled_in), Row::Rs256),
-        ("cognito-bundle", function.clone(), remote_keys(&bundle), Row::Rs256),
-        ("function", function.clone(), compiled_in.clone(), Row::Rs256),
-        ("es256", function.clone(), compiled_in.clone(), Row::Es256),
-        ("traced", function.clone(), compiled_in, Row::Rs256Sampled),
-        ("unbounded", function, unbounded, Row::Rs256),
-        ("minimal", minimal, bundle.clone(), Row::Rs256),
-        ("raw", raw, bundle.clone(), Row::Rs256),
-        ("hello", hello, bundle.clone(), Row::Rs256),
+        ("cognito", function.clone(), remote_keys(&compiled_in)),
+        ("function", function.clone(), compiled_in),
+        ("unbounded", function, unbounded),
+        ("minimal", minimal, bundle.clone()),
+        ("raw", raw, bundle.clone()),
+        ("hello", hello, bundle.clone()),
     ];
     if let Some(compare) = &settings.compare {
-        // The build compared against, in both configurations; it reads
-        // SSL_CERT_FILE as the SDK's default client does.
-        rows.push(("before-cognito", compare.clone(), remote_keys(&bundle), Row::Rs256));
-        rows.push(("before-inline", compare.clone(), bundle, Row::Rs256));
+        // The build compared against, as deployed; it reads SSL_CERT_FILE
+        // as the SDK's default client does.
+        rows.push(("before-cognito", compare.clone(), remote_keys(&bundle)));
     }
     rows
 }
 
-/// The rows as measured functions, each with its requests signed by its key.
-fn measured(rows: Vec<(&str, PathBuf, Env, Row)>, issuer: &Issuer) -> Result<Vec<Measured>> {
-    let event = |name: &str, token: &str| -> Result<String> {
+/// The rows as measured functions, each with its requests.
+fn measured(rows: Vec<(&str, PathBuf, Env)>, issuer: &Issuer) -> Result<Vec<Measured>> {
+    let token = issuer.keys[0].token(ISSUER, Some(AUDIENCE), "bench-user", 3600)?;
+    let event = |name: &str| -> Result<String> {
         let text = std::fs::read_to_string(root().join("events/http-api").join(name))?;
-        Ok(text.replace("{{token}}", token))
+        Ok(text.replace("{{token}}", &token))
     };
-    let token = |key: &SigningKey| key.token(ISSUER, Some(AUDIENCE), "bench-user", 3600);
-    let (rs256, es256) = (token(&issuer.keys[0])?, token(&issuer.keys[1])?);
     let mut measured = Vec::new();
-    for (name, binary, env, row) in rows {
-        let token = if matches!(row, Row::Es256) { &es256 } else { &rs256 };
+    for (name, binary, env) in rows {
         measured.push(Measured {
             name: name.to_owned(),
             binary,
             env,
-            get_event: event("list-plants.json", token)?,
-            post_template: serde_json::from_str(&event("create-plant.json", token)?)?,
-            sampled: matches!(row, Row::Rs256Sampled),
+            get_event: event("list-plants.json")?,
+            post_template: serde_json::from_str(&event("create-plant.json")?)?,
         });
     }
     Ok(measured)
