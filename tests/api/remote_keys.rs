@@ -15,9 +15,7 @@ use plant_store::jwks::KeySource;
 use plant_store_testkit::SigningKey;
 use plant_store_testkit::forgeries::{claims, forged_tokens};
 use plant_store_testkit::key_server::{Behaviour, KeyServer};
-use plant_store_testkit::{
-    INVALID_TOKEN, TestApp, assert_refused, bearer, keys, token_rules,
-};
+use plant_store_testkit::{INVALID_TOKEN, TestApp, assert_refused, bearer, keys, token_rules};
 use serde_json::json;
 
 /// Production's rules with shorter intervals (production: 10 s, 1 s, 1 h, 24 h).

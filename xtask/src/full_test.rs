@@ -62,12 +62,18 @@ pub(crate) fn full_test(settings: &Settings) -> Result {
 
 /// The linters of the template, openapi.yaml, the workflows and the code.
 fn static_checks() -> Result {
-    log!("template: cfn-lint and sam validate --lint");
-    run(Command::new("cfn-lint").arg("template.yaml"))?;
+    log!(
+        "template: cfn-lint with the custom rules (tests/template-rules.txt), sam validate --lint"
+    );
+    run(Command::new("cfn-lint").args([
+        "--custom-rules",
+        "tests/template-rules.txt",
+        "template.yaml",
+    ]))?;
     run(Command::new("sam")
         .args(["validate", "--lint", "--template", "template.yaml"])
         .stdout(Stdio::null()))?;
-    log!("template: what matters for safety and cost (tests/template_test.py)");
+    log!("template: what no linter checks (tests/template_test.py)");
     run(Command::new("python3").arg("tests/template_test.py"))?;
     log!("template: Checkov's CloudFormation checks, offline (suppressions carry their reasons)");
     run(Command::new(ensure_checkov()?)
