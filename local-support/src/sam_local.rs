@@ -6,7 +6,7 @@
 //! start-api` and `sam local invoke`, for the tasks and the tests alike
 //! (the full run hands what it prepared to the tests in one variable,
 //! [`SamLocal::handover`]). Nothing here pulls an image or opens a port
-//! beyond this machine (docs/sam-local.md). Everything it starts or changes
+//! beyond this machine (docs/testing.md). Everything it starts or changes
 //! is undone when the task ends ([`crate::process::on_exit`]).
 
 use std::path::{Path, PathBuf};
@@ -231,22 +231,17 @@ impl SamLocal {
         }
         log!("building the Lambda base image {image} from Debian's arm64 packages");
         let context = temp_dir("base-image")?;
-        let context = context.path();
-        let rootfs = context.join("rootfs");
+        let rootfs = context.path().join("rootfs");
         lambda_base_rootfs(&rootfs)?;
+        let tar = context.path().join("rootfs.tar");
         run(Command::new("tar")
             .args(["--numeric-owner", "--owner=0", "--group=0", "-C"])
             .arg(&rootfs)
             .arg("-cf")
-            .arg(context.join("rootfs.tar"))
+            .arg(&tar)
             .arg("."))?;
-        std::fs::write(context.join("Dockerfile"), "FROM scratch\nADD rootfs.tar /\n")?;
-        // FROM scratch pulls nothing; --platform records the image as arm64,
-        // so that no engine goes looking for it in a registry.
-        let mut build = self.docker();
-        build.args(["build", "--quiet", "--platform", "linux/arm64"]);
-        build.args(["-t", &image]).arg(context);
-        output(build.env("DOCKER_BUILDKIT", "0"))?;
+        // Imported as arm64, so that no engine goes looking for it in a registry.
+        output(self.docker().args(["import", "--platform", "linux/arm64"]).arg(&tar).arg(&image))?;
         // Earlier recipes' images, and SAM's invoke image built on one of
         // them: its name does not change with the base image, so SAM would
         // keep using it.

@@ -51,7 +51,7 @@ pub(crate) fn dev(api_port: u16, dynamodb_port: u16) -> Result {
 
 /// `cargo xtask sam-local`: as `dev`, but the API is `sam build`'s arm64
 /// artifact under `sam local start-api` at 127.0.0.1:`api_port`, in the
-/// Lambda container (docs/sam-local.md). Not at the same time as `dev`
+/// Lambda container (docs/testing.md). Not at the same time as `dev`
 /// (both use DynamoDB Local's port and data).
 pub(crate) fn sam_local(api_port: u16, dynamodb_port: u16) -> Result {
     let (stack, issuer) = local_stack(dynamodb_port)?;
