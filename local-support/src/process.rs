@@ -10,7 +10,6 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, ExitStatus, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering::SeqCst};
 use std::sync::{Arc, Mutex};
-use std::thread::ThreadId;
 use std::time::{Duration, Instant, UNIX_EPOCH};
 
 use process_wrap::std::{ChildWrapper, CommandWrap, ProcessGroup};
@@ -90,30 +89,22 @@ pub fn tail(path: &Path, count: usize) -> String {
 
 type Cleanup = Box<dyn FnOnce() + Send>;
 
-/// What runs when the task ends, last registered first, each with the
-/// thread that registered it.
-static CLEANUPS: Mutex<Vec<(ThreadId, Cleanup)>> = Mutex::new(Vec::new());
+/// What runs when the task ends, last registered first.
+static CLEANUPS: Mutex<Vec<Cleanup>> = Mutex::new(Vec::new());
 
-/// Registers `cleanup` to run when the task (or the [`Scope`] this thread
-/// has open now) ends.
+/// Registers `cleanup` to run when the task (or the [`Scope`] open now) ends.
 pub fn on_exit(cleanup: impl FnOnce() + Send + 'static) {
-    let thread = std::thread::current().id();
-    CLEANUPS.lock().unwrap().push((thread, Box::new(cleanup)));
+    CLEANUPS.lock().unwrap().push(Box::new(cleanup));
 }
 
-/// A part of a task: what its thread registers meanwhile is cleaned up when
-/// the guard drops (also on an error or a panic), last registered first;
-/// what other threads register is theirs. `main` holds one for the whole
-/// task.
-pub struct Scope {
-    start: usize,
-    thread: Option<ThreadId>,
-}
+/// A part of a task: what is registered meanwhile is cleaned up when the
+/// guard drops (also on an error or a panic), last registered first.
+/// `main` holds one for the whole task.
+pub struct Scope(usize);
 
 impl Scope {
     pub fn new() -> Self {
-        let (start, thread) = (CLEANUPS.lock().unwrap().len(), std::thread::current().id());
-        Self { start, thread: Some(thread) }
+        Self(CLEANUPS.lock().unwrap().len())
     }
 }
 
@@ -124,19 +115,15 @@ impl Default for Scope {
 }
 
 impl Drop for Scope {
-    /// Runs this scope's clean-ups (every thread's, for the scope of a
-    /// signal's end: `thread` is `None`), one at a time, outside the lock.
+    /// Runs this scope's clean-ups one at a time, outside the lock.
     fn drop(&mut self) {
         loop {
             let cleanup = {
                 let mut cleanups = CLEANUPS.lock().unwrap();
-                let start = self.start.min(cleanups.len());
-                let ours =
-                    |(thread, _): &(ThreadId, Cleanup)| self.thread.is_none_or(|t| t == *thread);
-                let Some(last) = cleanups[start..].iter().rposition(ours) else {
+                if cleanups.len() <= self.0 {
                     return;
-                };
-                cleanups.remove(start + last).1
+                }
+                cleanups.pop().unwrap()
             };
             cleanup();
         }
@@ -152,7 +139,7 @@ pub fn stop_on_signals() {
     let stop = || {
         STOPPING.store(true, SeqCst);
         log("stopping what this task started");
-        drop(Scope { start: 0, thread: None });
+        drop(Scope(0));
         std::process::exit(130);
     };
     ctrlc::set_handler(stop).expect("the only signal handler");
@@ -362,22 +349,6 @@ mod tests {
             assert!(Instant::now() < deadline, "{what}");
             std::thread::sleep(Duration::from_millis(20));
         }
-    }
-
-    #[test]
-    fn a_scope_cleans_up_what_its_own_thread_registered_only() {
-        let ran = Arc::new(Mutex::new(Vec::new()));
-        let record = |what: &'static str| {
-            let ran = ran.clone();
-            move || ran.lock().unwrap().push(what)
-        };
-        {
-            let _scope = Scope::new();
-            on_exit(record("mine"));
-            let theirs = record("theirs");
-            std::thread::spawn(move || on_exit(theirs)).join().unwrap();
-        }
-        assert_eq!(*ran.lock().unwrap(), ["mine"]);
     }
 
     #[test]

@@ -255,10 +255,9 @@ impl SamLocal {
     }
 
     /// Makes DynamoDB Local (127.0.0.1:`port`) reachable from the
-    /// containers; returns the URL they use. On Docker Desktop that is
-    /// host.docker.internal; on Linux, the bridge's gateway address, where
-    /// a TCP forward of this process passes connections to 127.0.0.1: DynamoDB Local itself never
-    /// listens beyond the loopback.
+    /// containers; returns the URL they use: on Docker Desktop
+    /// host.docker.internal; on Linux the bridge's gateway address, where a
+    /// TCP forward of this process passes connections on to 127.0.0.1.
     fn forward_from_bridge(&self, port: u16) -> Result<String> {
         let system = output(self.docker().args(["info", "--format", "{{.OperatingSystem}}"]))?;
         if system.contains("Docker Desktop") {
@@ -267,20 +266,7 @@ impl SamLocal {
         let inspect = |format: &str| {
             output(self.docker().args(["network", "inspect", "bridge", "--format", format]))
         };
-        let mut gateway = inspect("{{range .IPAM.Config}}{{.Gateway}}{{end}}")?;
-        if gateway.is_empty() {
-            // Some engines leave it out: take the bridge interface's own address.
-            let bridge = inspect(r#"{{index .Options "com.docker.network.bridge.name"}}"#)?;
-            let bridge = if bridge.is_empty() { "docker0" } else { &bridge };
-            let addresses =
-                output(Command::new("ip").args(["-4", "-o", "addr", "show", "dev", bridge]))?;
-            gateway = addresses
-                .split_whitespace()
-                .nth(3)
-                .and_then(|address| address.split('/').next())
-                .unwrap_or_default()
-                .to_owned();
-        }
+        let gateway = inspect("{{range .IPAM.Config}}{{.Gateway}}{{end}}")?;
         if gateway.is_empty() {
             return Err("found no gateway address of the engine's bridge network".into());
         }

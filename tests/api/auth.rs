@@ -3,16 +3,14 @@
 //! writes nothing.
 
 use plant_store::auth::Verifier;
-use plant_store::config::{KeyConfig, KeyRefresh, TokenRules, TrustConfig};
-use plant_store::https::Https;
+use plant_store::config::TokenRules;
 use plant_store::jwks::KeySource;
 use plant_store_testkit::forgeries::{claims, forged_tokens, with};
-use plant_store_testkit::key_server::KeyServer;
+use plant_store_testkit::unix_now;
 use plant_store_testkit::{
     ApiGatewayEvent, CHALLENGE, INVALID_TOKEN, TestApp, assert_accepted, assert_refused, bearer,
     keys, token, token_rules,
 };
-use plant_store_testkit::{SigningKey, unix_now};
 use serde_json::json;
 
 #[tokio::test]
@@ -118,15 +116,6 @@ async fn an_expired_token_is_named_as_such_and_a_small_clock_skew_is_tolerated()
 
     let just_expired = keys().eddsa().sign(&with(claims("alice"), "exp", json!(now - 5))).unwrap();
     assert_eq!(app.get(&format!("Bearer {just_expired}"), "").await.status, 200);
-}
-
-#[tokio::test]
-async fn get_requires_a_valid_token_too() {
-    let app = TestApp::new().await;
-    app.create("alice", json!({"id": 1, "name": "Fern"})).await;
-    let response = app.get("Bearer not-a-token", "").await;
-    response.assert_error(401, "token");
-    assert_eq!(app.get(&bearer("alice"), "").await.body, json!([{"name": "Fern"}]));
 }
 
 #[tokio::test]
@@ -294,12 +283,10 @@ fn other_issuers() -> [Issuer; 3] {
             name: "Microsoft Entra",
             rules: rules(entra, Some(entra_app), &[]),
             access: json!({"iss": entra, "sub": entra_user, "aud": entra_app, "azp": entra_app,
-                "azpacr": "0", "scp": "plants.read plants.write", "oid": "o", "tid": "t",
-                "aio": "a", "rh": "r", "uti": "u", "ver": "2.0", "nbf": now}),
+                "scp": "plants.read plants.write", "oid": "o", "tid": "t", "ver": "2.0", "nbf": now}),
             access_typ: "JWT",
             id: json!({"iss": entra, "sub": entra_user, "aud": entra_app, "nonce": "123523",
-                "oid": "o", "tid": "t", "aio": "a", "rh": "r", "uti": "u", "ver": "2.0",
-                "nbf": now, "name": "Abe Lincoln", "preferred_username": "abe@example.com"}),
+                "oid": "o", "tid": "t", "ver": "2.0", "nbf": now, "name": "Abe Lincoln"}),
         },
         Issuer {
             name: "Auth0",
@@ -338,14 +325,9 @@ fn issued_now(claims: &serde_json::Value) -> serde_json::Value {
 #[tokio::test]
 async fn an_id_token_is_refused_and_an_access_token_of_the_same_issuer_passes() {
     let key = keys().rs256();
-    let server = KeyServer::start(SigningKey::jwks_json(&[key])).await;
-    let https = Https::new(&TrustConfig::default()).unwrap();
     for issuer in cognito_issuers().into_iter().chain(other_issuers()) {
-        let source =
-            KeyConfig::Url { url: server.jwks_url.clone(), refresh: KeyRefresh::default() };
-        let verifier =
-            Verifier::new(KeySource::from_config(&source, &https).unwrap(), &issuer.rules);
-        let app = TestApp::with_verifier(verifier).await;
+        let keys = KeySource::inline(&keys().jwks).unwrap();
+        let app = TestApp::with_verifier(Verifier::new(keys, &issuer.rules)).await;
         let id_token = format!("Bearer {}", key.sign(&issued_now(&issuer.id)).unwrap());
         assert_refused(&app, &id_token, INVALID_TOKEN, issuer.name).await;
         let access = key.sign_typed(issuer.access_typ, &issued_now(&issuer.access));
