@@ -1,12 +1,7 @@
-//! The acceptance suite: the contract (docs/contract.md) checked end to end
-//! over real HTTP against any deployment of the API, local or in AWS.
-//!
-//! It needs two owners' tokens and writes only under those owners. There is
-//! no DELETE in the interface, so what it writes stays: ids unique to the
-//! run (from the clock), names that say which run wrote them, and a
-//! [`Report`] that says so. It stops at the first broken rule and names it.
-//! Tokens never appear in its output: messages show statuses, headers other
-//! than `Authorization`, and bodies, none of which carry a token.
+//! The acceptance suite: the contract checked end to end over HTTP against
+//! any deployment, as two owners; it stops at the first broken rule, names
+//! it, and never prints a token. What it writes stays (there is no DELETE),
+//! under ids and names unique to the run, as its [`Report`] says.
 
 use std::time::{SystemTime, UNIX_EPOCH};
 

@@ -1,12 +1,6 @@
-//! Test users in a Cognito user pool, for the acceptance suite against a
-//! deployed stack: created with the administrator API (no e-mail is sent),
-//! signed in through the app client (`USER_PASSWORD_AUTH`, as
-//! docs/deploying.md's first call does), deleted when the run ends.
-//!
-//! Users point the suite at pools of their own, whose password policy this
-//! suite does not choose: each password holds all four of Cognito's
-//! character classes and is as long as the pool's minimum, and at least
-//! [`PASSWORD_LENGTH`].
+//! Test users in a Cognito user pool for the acceptance suite: created with
+//! the administrator API, signed in through the app client, deleted when the
+//! run ends; each password meets any pool's policy.
 
 use aws_lc_rs::rand::{SecureRandom, SystemRandom};
 use aws_sdk_cognitoidentityprovider::Client;

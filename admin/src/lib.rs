@@ -1,8 +1,5 @@
-//! The operator's commands (`plant-store-admin`, `src/main.rs`): the plants
-//! table for DynamoDB Local ([`table`]; in AWS, template.yaml makes it), the
-//! per-owner counts recounted ([`recount`]), and the acceptance suite
-//! against a running API ([`acceptance`], with Cognito test users from
-//! [`cognito`]). The tests use them too; the function never links them.
+//! The operator's commands: the table ([`table`]), [`recount`], and the
+//! [`acceptance`] suite with Cognito test users ([`cognito`]).
 
 pub mod acceptance;
 pub mod cognito;

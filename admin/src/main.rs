@@ -1,13 +1,5 @@
-//! `plant-store-admin`, the operator's commands; never deployed:
-//!
-//! - `create-table --name TABLE`: creates the plants table (for DynamoDB Local,
-//!   through `AWS_ENDPOINT_URL_DYNAMODB`); an existing table is left as it is.
-//! - `acceptance --url URL [--user-pool-id ID --client-id ID]`: the
-//!   acceptance suite against the API at URL, as two owners whose tokens are
-//!   in `TOKEN_A` and `TOKEN_B`, or as two test users created in the Cognito
-//!   user pool (and deleted afterwards). Fails at the first broken rule.
-//! - `recount --table TABLE [--owner OWNER] [--apply]`: sets each owner's
-//!   plant count to the plants it has (a dry run without `--apply`).
+//! `plant-store-admin`, the operator's commands, never deployed:
+//! `create-table`, `acceptance`, `recount` (`--help` says each).
 
 use std::{env, process};
 

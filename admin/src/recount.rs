@@ -1,9 +1,5 @@
-//! `plant-store-admin recount`: sets each owner's plant count (the per-owner
-//! bound's counter, `plant_store::store`) to the number of plants the owner
-//! really has. Operators run it to start the bound on a table that already
-//! holds plants, and to repair counts a crash left one high
-//! (docs/operating.md). A dry run unless told to apply; idempotent; the
-//! table is read a page at a time, and the client backs off when throttled.
+//! `plant-store-admin recount`: sets each owner's plant count to the plants
+//! the owner has (docs/operating.md); a dry run unless told to apply.
 
 use std::collections::BTreeMap;
 

@@ -1,14 +1,7 @@
-//! Whole events, as API Gateway (REST API, HTTP API) and function URLs
-//! deliver them, through exactly what production runs: `PlantApi::invoke`,
-//! the function's own conversion of the event (`src/event.rs`) and the
-//! handler. The fuzzer fills the parts a client controls: the path, the raw
-//! query string or the query parameters, the method, headers, the body and
-//! its base64 flag, with the genuine token or whatever the fuzzer makes.
-//!
-//! Every event gets an answer (a panic fails the target): a status the
-//! contract names, JSON, and for an error the Error body whose `error` is
-//! the status. The store is an address where nothing listens, so a request
-//! that reaches it is a 503, never a 500.
+//! Whole events of the three shapes, with every part a client controls
+//! fuzzed, through `PlantApi::invoke`: each gets a status the contract names,
+//! JSON, and for an error the Error body (the store is a closed port, so a
+//! request that reaches it is a 503).
 #![no_main]
 
 use std::sync::OnceLock;

@@ -1,9 +1,6 @@
-//! Whole JWKS documents, each entry of any shape (an issuer's key as
-//! published, one of its fields replaced by any JSON, any text), read as a
-//! fetched key set: reading never panics, only a document that is no JWKS
-//! is refused, and against a simple model a key set that parses never
-//! leaves a key usable that it does not list, while a key it lists once,
-//! as published, verifies.
+//! Whole JWKS documents with entries of any shape, read as a fetched key
+//! set: only a document that is no JWKS is refused, no key it does not list
+//! verifies, and a key it lists once, as published, does.
 #![no_main]
 
 use std::sync::{Arc, OnceLock};

@@ -1,9 +1,6 @@
-//! Any `scope` and `scp` claims in a genuinely signed token, with scopes
-//! required: verification never panics, and a token is accepted only if a
-//! claim grants the route's scope exactly (`scope` a space-separated string,
-//! `scp` such a string or an array holding it). The input is split at its
-//! first NUL into the two claims; each part is used as JSON when it parses
-//! (every JSON type, any size up to the token limit), else as a string.
+//! Any `scope` and `scp` claims (the input split at its first NUL, each used
+//! as JSON when it parses) in a signed token with scopes required: a token
+//! is accepted exactly when a model of the contract's rule grants the scope.
 #![no_main]
 
 use std::sync::OnceLock;

@@ -1,9 +1,6 @@
-//! A fault-injecting HTTP proxy on 127.0.0.1 between the AWS SDK and
-//! DynamoDB Local. Each request takes the next fault of its plan (then the
-//! plan's last fault, forever); the production client, retries and timeouts
-//! are untouched, only their endpoint points here. HTTP is hyper's; a reset
-//! is the one fault that reaches below it, to the socket. It also records
-//! every call that passes through ([`Call`]): the benchmark prices them.
+//! A proxy on 127.0.0.1 between the AWS SDK and DynamoDB Local that injects
+//! each request's fault from a plan (a reset reaches below HTTP, to the
+//! socket) and records every call ([`Call`]) for the benchmark's billing.
 
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicUsize, Ordering};

@@ -1,17 +1,5 @@
-//! What runs around the function on this machine, for the tasks
-//! (`xtask`), the tests (`plant-store-testkit`) and the benchmark alike;
-//! each thing is started in one way, here:
-//!
-//! - [`process`]: commands run, and processes started so that they always
-//!   stop; [`tools`]: the tools, installed on first use; [`dynamodb_local`].
-//! - [`function`]: the function's environment on this machine; [`keys`]:
-//!   the local issuer, its signing keys and tokens, minted in-process.
-//! - The stand-ins for AWS: [`runtime_api`] (the Lambda Runtime API that
-//!   runs the function's binary), [`xray_daemon`], [`fault_proxy`] (a path
-//!   to DynamoDB Local that injects faults and records calls),
-//!   all on [`http_server`]; and [`tls_front`] (TLS with a local CA, and a
-//!   TCP forward, in-process).
-//! - [`sam_local`]: `sam build`'s artifact in the Lambda container.
+//! What runs around the function on this machine, for the tasks, the tests
+//! and the benchmark alike, each thing started in one way, here.
 
 pub mod dynamodb_local;
 pub mod fault_proxy;

@@ -1,9 +1,6 @@
-//! Running commands, and starting the stack's processes so that they always
-//! stop: each started process leads its own process group (process-wrap),
-//! and a list of clean-ups (stop this group, unmount that) runs in reverse
-//! order when the task ends — normally, on an error, on a panic, or on
-//! Ctrl-C, SIGTERM or SIGHUP ([`stop_on_signals`], with the `ctrlc` crate).
-//! Unix only (macOS and Linux); the parent-death signal is Linux's.
+//! Commands, and started processes that always stop: each leads its own
+//! process group (process-wrap), and the clean-ups run last first when the
+//! task ends, also on an error, a panic or a signal (`ctrlc`).
 
 use std::io::Write;
 use std::path::{Path, PathBuf};

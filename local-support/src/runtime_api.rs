@@ -1,14 +1,7 @@
-//! The function's binary run the way Lambda runs it: a stand-in for the
-//! Lambda Runtime API on 127.0.0.1, as documented
-//! (<https://docs.aws.amazon.com/lambda/latest/dg/runtimes-api.html>), starts
-//! the `bootstrap` with the Lambda environment, hands it events through
-//! `GET /2018-06-01/runtime/invocation/next` and takes its answers from
-//! `POST .../invocation/{id}/response` (or `/error`, or `.../init/error`).
-//!
-//! It records how many invocations were in flight at once, as Lambda Managed
-//! Instances would see them, when init ended and when each event was handed
-//! out and answered, and keeps every line the function writes. The tests and
-//! the benchmark (`cargo xtask bench`) share it.
+//! A stand-in for the Lambda Runtime API on 127.0.0.1
+//! (<https://docs.aws.amazon.com/lambda/latest/dg/runtimes-api.html>) that
+//! runs the function's binary as Lambda does, records the invocations in
+//! flight, init and each answer's time, and keeps every line it writes.
 
 use std::collections::HashMap;
 use std::process::Stdio;

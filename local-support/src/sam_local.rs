@@ -1,13 +1,7 @@
-//! `sam local` on this machine: a container engine, arm64 emulation, the
-//! Lambda base image made here from Debian's packages (elsewhere, as on a
-//! Mac with Docker Desktop, AWS's own image, which SAM pulls), and DynamoDB Local
-//! reachable from the containers, prepared once ([`SamLocal::prepare`]);
-//! then `sam build`'s artifact in the Lambda container, through `sam local
-//! start-api` and `sam local invoke`, for the tasks and the tests alike
-//! (the full run hands what it prepared to the tests in one variable,
-//! [`SamLocal::handover`]). Nothing here pulls an image or opens a port
-//! beyond this machine (docs/testing.md). Everything it starts or changes
-//! is undone when the task ends ([`crate::process::on_exit`]).
+//! `sam local` on this machine: an engine, arm64 emulation, a Lambda base
+//! image made from Debian's packages (elsewhere AWS's, pulled by SAM) and
+//! DynamoDB Local reachable from the containers, prepared once and handed to
+//! the tests in one variable; all undone when the task ends.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;

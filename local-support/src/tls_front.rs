@@ -1,10 +1,6 @@
-//! Fronts run in-process, on 127.0.0.1 unless told otherwise: the TLS front
-//! of an endpoint that AWS serves over HTTPS (DynamoDB, an issuer's JWKS),
-//! rustls terminating TLS with a certificate from a CA made here (rcgen) and
-//! passing each connection on to a plain port; and a plain TCP forward, by
-//! which the containers of `sam local` reach DynamoDB Local. A trust
-//! setting names the CA's file, or the bundle of the system's roots and
-//! that CA. No program to install, no privilege needed.
+//! In-process fronts: TLS with a certificate of a CA made here, in front of
+//! a plain port (as AWS serves DynamoDB and the issuer's keys), and a plain
+//! TCP forward (how `sam local`'s containers reach DynamoDB Local).
 
 use std::net::{TcpListener as StdListener, TcpStream as StdStream};
 use std::path::{Path, PathBuf};

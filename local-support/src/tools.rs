@@ -1,9 +1,6 @@
-//! The tools the tasks use, installed on first use: Python-packaged tools
-//! in a virtual environment under `.tools/venv` (pinned in
-//! `local-support/requirements-tools.txt`), npm-packaged ones under `.tools/npm`
-//! (pinned in `local-support/npm-tools/package-lock.json`), cargo-installed ones
-//! under `.tools/cargo`, and Debian's packages with apt-get (system-wide, or
-//! only unpacked into a folder).
+//! The tools the tasks use, installed on first use into `.tools/` (pinned:
+//! `requirements-tools.txt`, `npm-tools/package-lock.json`), and Debian's
+//! packages with apt-get.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;

@@ -2,20 +2,14 @@
 //! pointed at DynamoDB Local, with every request counted.
 
 use std::sync::atomic::{AtomicU32, AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::{Arc, OnceLock};
 
 use aws_sdk_dynamodb::Client;
-use aws_sdk_dynamodb::config::interceptors::{
-    AfterDeserializationInterceptorContextRef, BeforeSerializationInterceptorContextMut,
-    BeforeTransmitInterceptorContextRef,
-};
+use aws_sdk_dynamodb::config::interceptors::BeforeTransmitInterceptorContextRef;
 use aws_sdk_dynamodb::config::{
     ConfigBag, Credentials, Intercept, Region, RuntimeComponents, SharedInterceptor,
 };
 use aws_sdk_dynamodb::error::BoxError;
-use aws_sdk_dynamodb::operation::put_item::{PutItemInput, PutItemOutput};
-use aws_sdk_dynamodb::operation::update_item::{UpdateItemInput, UpdateItemOutput};
-use aws_sdk_dynamodb::types::ReturnConsumedCapacity;
 use plant_store::https::Https;
 use plant_store::store::client_config;
 use plant_store_local_support::{dynamodb_local, process::free_port};
@@ -71,62 +65,6 @@ impl Intercept for CallCounter {
         _config: &mut ConfigBag,
     ) -> Result<(), BoxError> {
         self.0.fetch_add(1, Ordering::SeqCst);
-        Ok(())
-    }
-}
-
-/// Asks DynamoDB what each write (`PutItem`, `UpdateItem`) consumed, which
-/// production never asks, and adds it up.
-#[derive(Debug, Default, Clone)]
-pub struct WriteUnits(Arc<Mutex<f64>>);
-
-impl WriteUnits {
-    /// The write units DynamoDB reported for the writes so far.
-    pub fn total(&self) -> f64 {
-        *self.0.lock().unwrap()
-    }
-}
-
-impl Intercept for WriteUnits {
-    fn name(&self) -> &'static str {
-        "WriteUnits"
-    }
-
-    fn modify_before_serialization(
-        &self,
-        context: &mut BeforeSerializationInterceptorContextMut<'_>,
-        _components: &RuntimeComponents,
-        _config: &mut ConfigBag,
-    ) -> Result<(), BoxError> {
-        let input = context.input_mut();
-        if let Some(put) = input.downcast_mut::<PutItemInput>() {
-            put.return_consumed_capacity = Some(ReturnConsumedCapacity::Total);
-        } else if let Some(update) = input.downcast_mut::<UpdateItemInput>() {
-            update.return_consumed_capacity = Some(ReturnConsumedCapacity::Total);
-        }
-        Ok(())
-    }
-
-    fn read_after_deserialization(
-        &self,
-        context: &AfterDeserializationInterceptorContextRef<'_>,
-        _components: &RuntimeComponents,
-        _config: &mut ConfigBag,
-    ) -> Result<(), BoxError> {
-        let Ok(output) = context.output_or_error() else {
-            return Ok(());
-        };
-        let consumed = match (
-            output.downcast_ref::<PutItemOutput>(),
-            output.downcast_ref::<UpdateItemOutput>(),
-        ) {
-            (Some(put), _) => put.consumed_capacity(),
-            (_, Some(update)) => update.consumed_capacity(),
-            _ => None,
-        };
-        if let Some(units) = consumed.and_then(|consumed| consumed.capacity_units()) {
-            *self.0.lock().unwrap() += units;
-        }
         Ok(())
     }
 }

@@ -1,16 +1,6 @@
-//! The test harness: a real DynamoDB Local (`scripts/test`'s, or one started
-//! for the test binary under plain `cargo test`: [`dynamodb`]), a fresh
-//! table per test, real signed tokens from keys generated for this run, and
-//! requests that go through the production handler as real events. What
-//! runs around the function (the stand-ins for AWS, the key server, the TLS
-//! front, `sam local`) is the local-support crate's, re-exported here.
-//! Production never links this crate.
-//!
-//! By concern: [`keys`] (keys, tokens, the verifier), [`dynamodb`] (the
-//! clients), [`app`] (the function under test), [`event`] (API Gateway
-//! events), [`response`] (responses and their assertions), [`sam_local`]
-//! (the artifact through `sam local`), [`moto`] (moto's Cognito); the
-//! contract's constants are here.
+//! The integration tests' harness: a DynamoDB Local table per test, this
+//! run's keys and tokens, events through the production handler, and what
+//! local-support runs around the function, re-exported.
 
 pub mod app;
 pub mod dynamodb;
@@ -23,9 +13,7 @@ pub mod response;
 pub mod sam_local;
 
 pub use app::TestApp;
-pub use dynamodb::{
-    CallCounter, WriteUnits, counted_dynamodb_client, dynamodb_client, dynamodb_client_with,
-};
+pub use dynamodb::{CallCounter, counted_dynamodb_client, dynamodb_client, dynamodb_client_with};
 pub use event::ApiGatewayEvent;
 pub use keys::{TestKeys, bearer, keys, token, token_rules, verifier};
 pub use plant_store_local_support::keys::{AUDIENCE, ISSUER, SigningKey, unix_now};

@@ -1,8 +1,6 @@
-//! An independent implementation of the Amazon Cognito API on 127.0.0.1:
-//! moto's server (`moto[server,cognitoidp]` on PyPI, which scripts/test
-//! installs into `.tools/venv`), for the acceptance suite's Cognito mode.
-//! It issues RS256 access tokens for its pools and serves each pool's JWKS
-//! at `/{pool id}/.well-known/jwks.json`, as Cognito does.
+//! moto's server, an independent implementation of the Cognito API on
+//! 127.0.0.1 (its pools issue RS256 access tokens and serve their JWKS), for
+//! the acceptance suite's Cognito mode.
 
 use std::path::PathBuf;
 use std::process::{Command, Stdio};

@@ -1,8 +1,5 @@
-//! The function as `sam local` runs it: `sam build`'s artifact in the Lambda
-//! container, through `sam local invoke` (one event) and `sam local
-//! start-api` (SAM's emulation of the HTTP API, on 127.0.0.1), as the full
-//! run prepared it ([`SamLocal::from_env`]); the local-support crate runs
-//! `sam`, this side sends the requests and reads the answers.
+//! The artifact through `sam local invoke` and `sam local start-api`, as the
+//! full run prepared it.
 
 use std::time::Duration;
 

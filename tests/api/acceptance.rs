@@ -1,10 +1,6 @@
-//! The acceptance suite (`plant_store_admin::acceptance`, `scripts/acceptance`)
-//! against the production handler served over HTTP on 127.0.0.1: it passes
-//! and leaves exactly what it says in the table, and it names the rule when
-//! the API breaks one (here: a front that drops the `Link` header); and its
-//! Cognito mode, against moto's Cognito server, on pools with the template's
-//! password policy and with Cognito's default. The full run also points it
-//! at `cargo lambda watch` and `sam local start-api`.
+//! The acceptance suite against the handler over HTTP: it passes and leaves
+//! what it reports, names the rule a broken front breaks, and in Cognito
+//! mode (moto) creates, signs in and deletes its users on any password policy.
 
 use std::sync::Arc;
 

@@ -1,11 +1,7 @@
-//! The function's binary in one execution environment, through the Runtime
-//! API stand-in, as Lambda Managed Instances runs it: with
-//! `AWS_LAMBDA_MAX_CONCURRENCY=8` a mix of 64 requests handed out at once
-//! (new plants, racing retries, racing conflicts, listings, forgeries) gets
-//! the contract's answers, never a second item or an overwrite, with a
-//! whole log line of its own per request; the JWKS refetch rules hold under
-//! concurrent unknown `kid`s; and without the variable the binary takes one
-//! request at a time, as on classic Lambda.
+//! The function's binary with `AWS_LAMBDA_MAX_CONCURRENCY=8`, as Lambda
+//! Managed Instances runs it: 64 mixed requests at once get the contract's
+//! answers and whole log lines; the key refetch rules hold under concurrent
+//! unknown `kid`s; without the variable one request at a time.
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 

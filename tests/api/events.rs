@@ -1,14 +1,8 @@
-//! Fixtures as tests: every event in `events/` (real API Gateway REST, HTTP
-//! API and function URL shapes) is answered against DynamoDB Local and
-//! compared with the `.expected.json` beside it: answered by the whole
-//! invocation in this process (`PlantApi::invoke`, as the binary runs it); handed to the
-//! function's binary through the Runtime API (the `bootstrap`, see
-//! [`crate::bootstrap_command`]; scripts/test runs this on the arm64 artifact
-//! of `sam build` too); and, for the HTTP API events (the template's API),
-//! through `sam local invoke` in the Lambda container.
-//!
-//! `{{token}}` in an event stands for a token minted for this run (for the
-//! owner `events-user`), so committed events hold no credential that expires.
+//! Fixtures as tests: every event in `events/` is answered as the
+//! `.expected.json` beside it says, through the handler in this process, the
+//! function's binary (or `PLANT_STORE_BOOTSTRAP`, the arm64 artifact under
+//! qemu-user) and, for HTTP API events, `sam local invoke`; `{{token}}` is a
+//! token minted for the run.
 
 use std::fs;
 use std::path::{Path, PathBuf};

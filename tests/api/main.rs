@@ -1,8 +1,5 @@
-//! The integration tests, in one binary (one link of the AWS SDK), a module
-//! per area. Each runs the production handler, or the function's binary
-//! through a Runtime API stand-in, against DynamoDB Local (`scripts/test`'s,
-//! or one the test kit starts); `tests/logging.rs` is apart because it
-//! installs the process-wide log subscriber.
+//! The integration tests, one binary (one link of the AWS SDK) with a module
+//! per area; `tests/logging.rs` is apart: it installs the process-wide log.
 
 // The handler's future nests a span per step: deeper than rustc's default
 // for the layout of the tests' futures that await it.

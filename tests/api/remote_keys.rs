@@ -1,8 +1,6 @@
-//! The remote key source against a JWKS server on 127.0.0.1: first fetch,
-//! rotation (beside entries of any shape), a key set that takes keys away,
-//! the server going away, oversized or slow answers, and key sets growing
-//! old (a flood of unknown `kid`s: `concurrency.rs`). The refresh intervals are those of
-//! production scaled down ([`REFRESH`]), so the rules hold without long waits.
+//! The remote key source against a JWKS server on 127.0.0.1, with
+//! production's intervals scaled down ([`REFRESH`]): first fetch, rotation,
+//! keys taken away, the server gone, oversized or slow answers, old sets.
 
 use std::time::{Duration, Instant};
 

@@ -1,12 +1,7 @@
-//! `sam build`'s arm64 artifact in the Lambda container under `sam local
-//! start-api`: one smoke run of what only SAM's emulation of the HTTP API
-//! shows (a create, pages through `Link`, the CORS preflight that API
-//! Gateway answers itself). The contract is checked behind cargo lambda;
-//! `sam local invoke` of every HTTP API event is in [`crate::events`].
-//!
-//! It needs what the full run (`cargo xtask test`) sets up
-//! (`SamLocal::prepare`): plain `cargo test` reports it ignored, with the
-//! reason, and the full run runs it by name.
+//! `sam build`'s artifact under `sam local start-api`: one smoke run of what
+//! only SAM's emulation of the HTTP API shows (a create, pages through
+//! `Link`, the CORS preflight API Gateway answers itself); the full run
+//! prepares `sam local` and runs it by name.
 
 use plant_store_testkit::sam_local::{SamApi, SamLocal};
 use plant_store_testkit::{ApiGatewayEvent, TestApp, bearer};

@@ -1,9 +1,6 @@
-//! The HTTPS client's trust store (`plant_store::https`), end to end: the
-//! issuer's key set behind TLS with a certificate from a CA made for this
-//! run. The compiled-in roots refuse that CA; `EXTRA_CA_CERTS` (besides
-//! them) or `SSL_CERT_FILE` (instead of them) naming it make the same
-//! function fetch the keys and accept a valid token. A trust file that
-//! cannot be used stops the start, naming its variable.
+//! The HTTPS client's trust store, end to end: the compiled-in roots refuse
+//! a CA made for the run; `EXTRA_CA_CERTS` or `SSL_CERT_FILE` naming it admit
+//! it; a trust file that cannot be used stops the start, naming it.
 
 use plant_store::auth::Verifier;
 use plant_store::config::{Config, KeyConfig, KeyRefresh, TrustConfig};

@@ -1,10 +1,6 @@
-//! X-Ray: the function's binary, run through the Runtime API stand-in,
-//! sends one subsegment per outbound call (each DynamoDB call, each key
-//! fetch) to a stand-in for the X-Ray daemon (`AWS_XRAY_DAEMON_ADDRESS`),
-//! which checks every document against X-Ray's schema. Each is rooted at
-//! the invocation's own trace header (its `Root` and `Parent`), also when
-//! eight invocations run at once; DynamoDB calls carry the header on;
-//! `Sampled=0` sends nothing.
+//! X-Ray: the function's binary sends one subsegment per outbound call to a
+//! stand-in daemon that checks each against X-Ray's schema, under its own
+//! invocation's header, also concurrently; `Sampled=0` sends nothing.
 
 use std::collections::{HashMap, HashSet};
 

@@ -1,13 +1,7 @@
-//! `cargo xtask contract-test`: the contract checked from openapi.yaml
-//! against the function's debug build behind cargo lambda's emulation of
-//! the HTTP API (`cargo lambda watch --only-lambda-apis`), on DynamoDB
-//! Local: Schemathesis (`--checks all`, bounded examples) with a token, and
-//! without one (every answer must then be 401); then the acceptance suite
-//! (`scripts/acceptance`) as two owners.
-//!
-//! `--max-examples` (100) and `--seed` tune the run. Without a seed it
-//! comes from the commit (its first 8 hex digits), so each commit explores
-//! new inputs and any run can be repeated; a failure prints the command.
+//! `cargo xtask contract-test`: Schemathesis from openapi.yaml against the
+//! function behind cargo lambda's emulator, with a token and without one
+//! (401 everywhere), then the acceptance suite; the seed is the commit's
+//! unless `--seed` says, and a failure prints the command that repeats it.
 
 use std::process::Command;
 

@@ -1,14 +1,5 @@
-//! `cargo xtask test`: every check, as CI runs it (`scripts/test`), one
-//! step after another, each logged: the template's linters and safety
-//! checks; Spectral on openapi.yaml, its reference page in Chromium and the
-//! breaking-change gate; formatting, lints, unit and integration tests
-//! (against a DynamoDB Local started here); what `cargo test` ignores, by
-//! name: the acceptance suite's Cognito mode against moto, every event in
-//! events/ through `sam build`'s arm64 bootstrap under qemu-user and under
-//! `sam local invoke`, and one `sam local start-api` smoke run; the contract
-//! tests behind cargo lambda; the benchmark in its smoke mode; and a short
-//! fuzzing run of each target. Installs what it needs into .tools/ on first
-//! use.
+//! `cargo xtask test`: every check, as CI runs it, one logged step after
+//! another (docs/testing.md lists them).
 
 use std::path::Path;
 use std::process::{Command, Stdio};

@@ -1,17 +1,8 @@
-//! `cargo xtask fuzz`: fuzzes the request-to-response path without the
-//! network ([`TARGETS`]): whole events through the invocation, the request
-//! body (NewPlant parsing), the Authorization header (bearer parsing and JWT
-//! verification), the query's `limit` and `cursor`, the scope claims, the
-//! subject and the issuer's key set. Each target runs for `--seconds` (30;
-//! longer: `scripts/fuzz --seconds 600`), one after another, and must end
-//! with no crash and no panic; prints executions per target.
-//!
-//! `--build release` (the default, for long runs) builds optimised with
-//! AddressSanitizer, which watches the dependencies' unsafe code (the
-//! function forbids its own); `dev` builds neither, in about half the
-//! time, which a smoke run (the full test run's) needs. cargo fuzz needs
-//! nightly-only compiler flags: RUSTC_BOOTSTRAP=1 lets the stable
-//! toolchain accept them. cargo-fuzz is installed into .tools/cargo.
+//! `cargo xtask fuzz`: each target of `fuzz/` ([`TARGETS`]) for `--seconds`,
+//! one after another, built `release` (optimised, with AddressSanitizer for
+//! the dependencies' unsafe code) or `dev` (the gate's smoke run, about half
+//! the build); `RUSTC_BOOTSTRAP=1` lets the stable toolchain take cargo
+//! fuzz's nightly flags.
 
 use std::process::Command;
 

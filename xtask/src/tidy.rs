@@ -1,9 +1,6 @@
-//! A check on the repository itself, run with the unit tests (`cargo test`,
-//! so `scripts/test` too), as rust-analyzer's tidy tests are: Linux-only
-//! code is gated. A Linux-only API (`/proc`, `prctl`, `std::os::linux`...)
-//! is used only under `cfg(target_os = "linux")`, so that the inner loop
-//! builds on macOS too (no Mac runs here to find out). Dead `pub` items are
-//! rustc's `unreachable_pub` lint's (Cargo.toml).
+//! Linux-only code stays gated: a Linux-only API (`/proc`, `prctl`,
+//! `std::os::linux`...) is used only under `cfg(target_os = "linux")`, so the
+//! inner loop builds on macOS, where nothing runs here to find out.
 
 #![cfg(test)]
 

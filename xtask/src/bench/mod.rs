@@ -1,15 +1,6 @@
-//! `cargo xtask bench`: the benchmarks (what each measures, and how to
-//! read it: docs/performance.md). Each prints its figures, writes them to
-//! target/bench-results/, and compares against baselines measured in the
-//! same run (ratios: these machines are shared and noisy). The functions
-//! run as Lambda runs them (the Runtime API stand-in), against DynamoDB
-//! Local behind the recording proxy and a TLS front, with tokens signed as
-//! Cognito signs them (RS256) and the X-Ray daemon's address set, as in
-//! Lambda; `--strict` fails a run that misses a target.
-//!
-//! By concern: settings and setup here, [`drive`] (what runs the
-//! functions), [`billing`] (what DynamoDB bills), [`report`] (the tables,
-//! the targets, the files).
+//! `cargo xtask bench` (docs/performance.md): the functions as Lambda runs
+//! them, against the baselines of the same run: settings and setup here,
+//! [`drive`] runs them, [`billing`] prices their calls, [`report`] prints.
 
 mod billing;
 mod drive;

@@ -1,11 +1,6 @@
-//! The floor of the job: the fewest DynamoDB calls that do it (for POST one
-//! conditional PutItem, the id free; for GET one Query), with no
-//! authentication, no validation, no per-owner bound, no logging and no
-//! metrics, and the best set-up found for the function: the SDK's
-//! defaults, and one cheap call during init so that the connection, TLS
-//! handshake and credentials are ready before the first event. The owner is
-//! fixed; the body is read as far as the calls need. A baseline is the
-//! floor, never a copy of the function's design.
+//! The SDK floor of the job: one conditional `PutItem` per create, one
+//! strongly consistent `Query` per listing, the SDK's defaults and a warm-up
+//! call at init; no token, validation, bound or log.
 
 use aws_config::BehaviorVersion;
 use aws_sdk_dynamodb::Client;

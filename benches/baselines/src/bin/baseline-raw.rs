@@ -1,9 +1,6 @@
-//! The physical floor: what a request needs and nothing else. lambda_runtime
-//! on a current-thread runtime, the event read as JSON, and one
-//! SigV4-signed HTTPS call per request (a conditional `PutItem` for a POST,
-//! a strongly consistent `Query` for a GET) over a kept-alive rustls
-//! connection through hyper: no SDK, no token, no validation, no bound, no
-//! log line. One call during init opens the connection.
+//! The physical floor: lambda_runtime on a current-thread runtime and one
+//! SigV4-signed HTTPS call per request through hyper and rustls, no SDK, no
+//! token, no validation, no log; one call at init opens the connection.
 
 use std::time::SystemTime;
 
