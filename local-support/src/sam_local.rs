@@ -260,7 +260,17 @@ impl SamLocal {
         let inspect = |format: &str| {
             output(self.docker().args(["network", "inspect", "bridge", "--format", format]))
         };
-        let gateway = inspect("{{range .IPAM.Config}}{{.Gateway}}{{end}}")?;
+        let mut gateway = inspect("{{range .IPAM.Config}}{{.Gateway}}{{end}}")?;
+        if gateway.is_empty() {
+            // Debian's engine, as started here, leaves it out: take the
+            // bridge interface's own address.
+            let bridge = inspect(r#"{{index .Options "com.docker.network.bridge.name"}}"#)?;
+            let bridge = if bridge.is_empty() { "docker0" } else { &bridge };
+            let addresses =
+                output(Command::new("ip").args(["-4", "-o", "addr", "show", "dev", bridge]))?;
+            let address = addresses.split_whitespace().nth(3).and_then(|a| a.split('/').next());
+            gateway = address.unwrap_or_default().to_owned();
+        }
         if gateway.is_empty() {
             return Err("found no gateway address of the engine's bridge network".into());
         }
