@@ -3,14 +3,16 @@
 //! writes nothing.
 
 use plant_store::auth::Verifier;
-use plant_store::config::TokenRules;
+use plant_store::config::{KeyConfig, KeyRefresh, TokenRules, TrustConfig};
+use plant_store::https::Https;
 use plant_store::jwks::KeySource;
 use plant_store_testkit::forgeries::{claims, forged_tokens, with};
-use plant_store_testkit::unix_now;
+use plant_store_testkit::key_server::KeyServer;
 use plant_store_testkit::{
     ApiGatewayEvent, CHALLENGE, INVALID_TOKEN, TestApp, assert_accepted, assert_refused, bearer,
     keys, token, token_rules,
 };
+use plant_store_testkit::{SigningKey, unix_now};
 use serde_json::json;
 
 #[tokio::test]
@@ -324,9 +326,14 @@ fn issued_now(claims: &serde_json::Value) -> serde_json::Value {
 
 #[tokio::test]
 async fn an_id_token_is_refused_and_an_access_token_of_the_same_issuer_passes() {
+    // Keys served over HTTP, as each issuer serves them.
     let key = keys().rs256();
+    let server = KeyServer::start(SigningKey::jwks_json(&[key])).await;
+    let https = Https::new(&TrustConfig::default()).unwrap();
     for issuer in cognito_issuers().into_iter().chain(other_issuers()) {
-        let keys = KeySource::inline(&keys().jwks).unwrap();
+        let source =
+            KeyConfig::Url { url: server.jwks_url.clone(), refresh: KeyRefresh::default() };
+        let keys = KeySource::from_config(&source, &https).unwrap();
         let app = TestApp::with_verifier(Verifier::new(keys, &issuer.rules)).await;
         let id_token = format!("Bearer {}", key.sign(&issued_now(&issuer.id)).unwrap());
         assert_refused(&app, &id_token, INVALID_TOKEN, issuer.name).await;
