@@ -111,14 +111,13 @@ fn request_lines(lines: &[Value]) -> Vec<(Value, Value, Value, Value, bool)> {
     let summary = requests.map(|line| {
         assert_eq!(line["level"], "INFO", "{line}");
         assert!(line["latency_ms"].as_f64().is_some_and(|ms| ms >= 0.0), "{line}");
-        let span = &line["span"];
-        let (method, status) = (line["method"].clone(), line["status"].clone());
+        let (span, error) = (&line["span"], line.get("error").is_some());
         (
             span["requestId"].clone(),
             span["traceId"].clone(),
-            method,
-            status,
-            line.get("error").is_some(),
+            line["method"].clone(),
+            line["status"].clone(),
+            error,
         )
     });
     summary.collect()
@@ -127,8 +126,9 @@ fn request_lines(lines: &[Value]) -> Vec<(Value, Value, Value, Value, bool)> {
 /// Each EMF line's route, status class and bound refusals.
 fn metrics_lines(lines: &[Value]) -> Vec<(Value, Value, Value)> {
     let metrics = lines.iter().filter(|line| line.get("_aws").is_some());
-    let summary = metrics.map(|line| {
-        (line["Route"].clone(), line["StatusClass"].clone(), line["BoundRefusals"].clone())
-    });
-    summary.collect()
+    metrics
+        .map(|line| {
+            (line["Route"].clone(), line["StatusClass"].clone(), line["BoundRefusals"].clone())
+        })
+        .collect()
 }

@@ -6,7 +6,7 @@
 
 use std::process::Command;
 
-use plant_store_local_support::process::run_logged;
+use plant_store_local_support::process::{GRACE, run_logged, start};
 use plant_store_local_support::tools::ensure_cargo_tool;
 use plant_store_local_support::{Result, log, tools_dir};
 
@@ -36,7 +36,9 @@ pub(crate) fn fuzz(seconds: u64, build: &str) -> Result<String> {
         command.arg("run").args(&flags);
         command.args([target, &corpus, &format!("fuzz/seeds/{target}"), "--"]);
         command.arg(format!("-max_total_time={seconds}")).arg("-print_final_stats=1");
-        if let Err(error) = run_logged(&mut command, &log) {
+        // libFuzzer reports on stderr: both streams go to the log.
+        let fuzzing = start(&format!("fuzz target {target}"), command, GRACE, Some(&log))?;
+        if let Err(error) = fuzzing.finish() {
             return Err(format!("{error}\nthe input is in fuzz/artifacts/{target}").into());
         }
         let printed = std::fs::read_to_string(&log)?;
