@@ -30,15 +30,10 @@ async fn start_function(
     max_concurrency: Option<usize>,
     extra: &[(&str, &str)],
 ) -> LambdaProcess {
-    let mut env = app.function_env();
-    env.set("AWS_LAMBDA_LOG_FORMAT", "JSON").set("AWS_LAMBDA_LOG_LEVEL", "INFO");
-    if let Some(limit) = max_concurrency {
-        env.set("AWS_LAMBDA_MAX_CONCURRENCY", &limit.to_string());
-    }
-    for (name, value) in extra {
-        env.set(name, value);
-    }
-    LambdaProcess::start(&crate::bootstrap_command(), &env).await
+    let limit = max_concurrency.map(|limit| limit.to_string());
+    let mut vars = vec![("AWS_LAMBDA_LOG_FORMAT", "JSON"), ("AWS_LAMBDA_LOG_LEVEL", "INFO")];
+    vars.extend(limit.as_deref().map(|limit| ("AWS_LAMBDA_MAX_CONCURRENCY", limit)));
+    crate::start_function(app, &[vars.as_slice(), extra].concat()).await
 }
 
 /// POSTs of these new ids for erin, each with a token signed by `key`.

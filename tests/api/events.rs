@@ -8,7 +8,6 @@ use std::fs;
 use std::path::{Path, PathBuf};
 
 use futures::StreamExt;
-use plant_store_testkit::runtime_api::LambdaProcess;
 use plant_store_testkit::sam_local::{self, SamLocal};
 use plant_store_testkit::{TestApp, TestResponse, token};
 use serde_json::Value;
@@ -55,8 +54,7 @@ async fn replay(event_path: &Path, via: Via<'_>) -> Vec<String> {
     let response = match via {
         Via::Handler => app.invoke(&event).await,
         Via::Bootstrap => {
-            let function =
-                LambdaProcess::start(&crate::bootstrap_command(), &app.function_env()).await;
+            let function = crate::start_function(&app, &[]).await;
             TestResponse::from_lambda_response(&function.invoke(&event).await.response)
         }
         Via::SamLocalInvoke(sam) => sam_local::invoke(sam, &event, &app.function_env()).await,

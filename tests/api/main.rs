@@ -31,3 +31,16 @@ pub fn bootstrap_command() -> Vec<String> {
         Err(_) => vec![env!("CARGO_BIN_EXE_plant-store").to_owned()],
     }
 }
+
+/// The function's `bootstrap` under the Runtime API stand-in, for `app`'s
+/// table, with these variables beside the ones it always gets.
+pub async fn start_function(
+    app: &plant_store_testkit::TestApp,
+    vars: &[(&str, &str)],
+) -> plant_store_testkit::runtime_api::LambdaProcess {
+    let mut env = app.function_env();
+    for (name, value) in vars {
+        env.set(name, value);
+    }
+    plant_store_testkit::runtime_api::LambdaProcess::start(&bootstrap_command(), &env).await
+}

@@ -26,15 +26,12 @@ async fn start_function(
     store_endpoint: Option<&str>,
     extra: &[(&str, &str)],
 ) -> LambdaProcess {
-    let mut env = app.function_env();
-    env.set("AWS_XRAY_DAEMON_ADDRESS", &daemon.address).set("AWS_LAMBDA_LOG_FORMAT", "JSON");
-    if let Some(url) = store_endpoint {
-        env.set("AWS_ENDPOINT_URL_DYNAMODB", url);
-    }
-    for (name, value) in extra {
-        env.set(name, value);
-    }
-    LambdaProcess::start(&crate::bootstrap_command(), &env).await
+    let mut vars = vec![
+        ("AWS_XRAY_DAEMON_ADDRESS", daemon.address.as_str()),
+        ("AWS_LAMBDA_LOG_FORMAT", "JSON"),
+    ];
+    vars.extend(store_endpoint.map(|url| ("AWS_ENDPOINT_URL_DYNAMODB", url)));
+    crate::start_function(app, &[vars.as_slice(), extra].concat()).await
 }
 
 /// The `count` documents of `invoked`'s trace, each a subsegment of the
@@ -198,14 +195,15 @@ async fn an_unsampled_invocation_sends_nothing_and_passes_its_header_on() {
 async fn without_a_daemon_address_nothing_is_traced_and_no_header_passed_on() {
     let app = TestApp::new().await;
     let proxy = FaultProxy::start(&TestApp::dynamodb_url(), &[], Fault::PassThrough).await;
-    let mut env = app.function_env();
     // Concurrent, as Lambda Managed Instances run it: lambda_runtime then
     // sets no process-wide `_X_AMZN_TRACE_ID` for the SDK to pass on, so any
     // header DynamoDB gets would be the function's own tracer's.
-    env.set("AWS_ENDPOINT_URL_DYNAMODB", &proxy.url)
-        .set("AWS_LAMBDA_LOG_FORMAT", "JSON")
-        .set("AWS_LAMBDA_MAX_CONCURRENCY", "2");
-    let function = LambdaProcess::start(&crate::bootstrap_command(), &env).await;
+    let vars = [
+        ("AWS_ENDPOINT_URL_DYNAMODB", proxy.url.as_str()),
+        ("AWS_LAMBDA_LOG_FORMAT", "JSON"),
+        ("AWS_LAMBDA_MAX_CONCURRENCY", "2"),
+    ];
+    let function = crate::start_function(&app, &vars).await;
     let before = proxy.call_count();
     let post = ApiGatewayEvent::create_plant(&bearer("gina"), r#"{"id": 1, "name": "Fern"}"#);
     let invoked = function.invoke(&post.event()).await;
@@ -224,9 +222,7 @@ async fn a_daemon_that_is_not_there_changes_no_answer() {
     let daemon = XRayDaemon::start().await;
     let nowhere = daemon.address.clone();
     drop(daemon);
-    let mut env = app.function_env();
-    env.set("AWS_XRAY_DAEMON_ADDRESS", &nowhere);
-    let function = LambdaProcess::start(&crate::bootstrap_command(), &env).await;
+    let function = crate::start_function(&app, &[("AWS_XRAY_DAEMON_ADDRESS", &nowhere)]).await;
     let event = ApiGatewayEvent::create_plant(&bearer("frank"), r#"{"id": 1, "name": "Fern"}"#);
     let invoked = function.invoke(&event.event()).await;
     assert_eq!(TestResponse::from_lambda_response(&invoked.response).status, 200);
