@@ -1,5 +1,5 @@
 //! The integration tests, one binary (one link of the AWS SDK) with a module
-//! per area; `tests/logging.rs` is apart: it installs the process-wide log.
+//! per area.
 
 // The handler's future nests a span per step: deeper than rustc's default
 // for the layout of the tests' futures that await it.
@@ -12,7 +12,7 @@ mod contract;
 mod events;
 mod faults;
 mod hostile;
-mod log_levels;
+mod logs;
 mod pagination;
 mod quota;
 mod remote_keys;

@@ -1,0 +1,100 @@
+//! The function's output, from its binary: one JSON request line and one
+//! EMF metrics line per request, naming its invocation; and no log level
+//! writes a credential (TRACE, the most verbose level Lambda's log settings
+//! offer, writes neither the bearer token nor the AWS credentials).
+
+use plant_store_testkit::{ApiGatewayEvent, TestApp, TestResponse, bearer};
+use serde_json::{Value, json};
+
+#[tokio::test]
+async fn each_request_logs_one_json_line_and_one_metrics_line() {
+    // One plant per owner: the second is refused for the bound.
+    let app = TestApp::with_max_plants_per_owner(1).await;
+    let vars = [("MAX_PLANTS_PER_OWNER", "1"), ("AWS_LAMBDA_LOG_FORMAT", "JSON")];
+    let function = crate::start_function(&app, &vars).await;
+    let valid = bearer("alice");
+    let forged = format!("{}x", &valid[..valid.len() - 1]);
+    let requests = [
+        ("POST", ApiGatewayEvent::create_plant(&valid, r#"{"id": 1, "name": "Fern"}"#), 200),
+        ("POST", ApiGatewayEvent::create_plant(&valid, r#"{"id": 2, "name": "Ivy"}"#), 409),
+        ("POST", ApiGatewayEvent::create_plant(&forged, r#"{"id": 3, "name": "Aloe"}"#), 401),
+        ("GET", ApiGatewayEvent::list_plants(&valid, "limit=5"), 200),
+    ];
+    let mut expected = Vec::new();
+    for (method, event, status) in requests {
+        let invoked = function.invoke(&event.event()).await;
+        assert_eq!(TestResponse::from_lambda_response(&invoked.response).status, status);
+        let root = invoked.trace_id.split(';').find_map(|field| field.strip_prefix("Root="));
+        let (request_id, trace_id) = (json!(invoked.request_id), json!(root.unwrap()));
+        expected.push((request_id, trace_id, json!(method), json!(status), status != 200));
+    }
+
+    let lines: Vec<Value> = function
+        .output()
+        .iter()
+        .map(|line| serde_json::from_str(line).unwrap_or_else(|_| panic!("not JSON: {line}")))
+        .collect();
+    let requests = lines.iter().filter(|line| line["message"] == "request");
+    let logged: Vec<_> = requests
+        .map(|line| {
+            assert_eq!(line["level"], "INFO", "{line}");
+            assert!(line["latency_ms"].as_f64().is_some_and(|ms| ms >= 0.0), "{line}");
+            let span = &line["span"];
+            let named = (span["requestId"].clone(), span["traceId"].clone());
+            (
+                named.0,
+                named.1,
+                line["method"].clone(),
+                line["status"].clone(),
+                line.get("error").is_some(),
+            )
+        })
+        .collect();
+    assert_eq!(logged, expected);
+    let refused = lines.iter().find(|line| line["status"] == 409).unwrap();
+    assert!(refused["error"].as_str().unwrap().contains("maximum of 1 plants"), "{refused}");
+    // One EMF line per request, and only the bound's refusal counts as one.
+    let metrics: Vec<_> = (lines.iter().filter(|line| line.get("_aws").is_some()))
+        .map(|line| {
+            (line["Route"].clone(), line["StatusClass"].clone(), line["BoundRefusals"].clone())
+        })
+        .collect();
+    let route = |method: &str| json!(format!("{method} /plants"));
+    assert_eq!(
+        metrics,
+        [
+            (route("POST"), json!("2xx"), json!(0)),
+            (route("POST"), json!("4xx"), json!(1)),
+            (route("POST"), json!("4xx"), json!(0)),
+            (route("GET"), json!("2xx"), json!(0)),
+        ]
+    );
+}
+
+#[tokio::test]
+async fn at_trace_the_output_holds_no_token_and_no_credential() {
+    let app = TestApp::new().await;
+    for format in ["JSON", "Text"] {
+        let vars = [("AWS_LAMBDA_LOG_LEVEL", "TRACE"), ("AWS_LAMBDA_LOG_FORMAT", format)];
+        let function = crate::start_function(&app, &vars).await;
+        let (authorization, forged) = (bearer("alice"), format!("{}x", bearer("bob")));
+        for (id, authorization) in [(1, &authorization), (2, &forged)] {
+            let body = format!(r#"{{"id": {id}, "name": "Fern"}}"#);
+            function.invoke(&ApiGatewayEvent::create_plant(authorization, &body).event()).await;
+        }
+        let output = function.output().join("\n");
+        assert!(output.contains("request"), "{output}");
+        for token in [&authorization, &forged].map(|value| value.trim_start_matches("Bearer ")) {
+            // The token's signature alone is as good as the token to a thief.
+            let signature = token.rsplit('.').next().unwrap();
+            for (what, secret) in [("token", token), ("token signature", signature)] {
+                assert!(!output.contains(secret), "{format}: the {what} is in the log");
+            }
+        }
+        for (name, value) in app.function_env().vars() {
+            if name.starts_with("AWS_SECRET") || name.starts_with("AWS_SESSION") {
+                assert!(!output.contains(value.as_str()), "{format}: {name} is in the log");
+            }
+        }
+    }
+}
