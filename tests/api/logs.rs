@@ -34,22 +34,7 @@ async fn each_request_logs_one_json_line_and_one_metrics_line() {
         .iter()
         .map(|line| serde_json::from_str(line).unwrap_or_else(|_| panic!("not JSON: {line}")))
         .collect();
-    let requests = lines.iter().filter(|line| line["message"] == "request");
-    let logged: Vec<_> = requests
-        .map(|line| {
-            assert_eq!(line["level"], "INFO", "{line}");
-            assert!(line["latency_ms"].as_f64().is_some_and(|ms| ms >= 0.0), "{line}");
-            let span = &line["span"];
-            let named = (span["requestId"].clone(), span["traceId"].clone());
-            (
-                named.0,
-                named.1,
-                line["method"].clone(),
-                line["status"].clone(),
-                line.get("error").is_some(),
-            )
-        })
-        .collect();
+    let logged = request_lines(&lines);
     assert_eq!(logged, expected);
     let refused = lines.iter().find(|line| line["status"] == 409).unwrap();
     assert!(refused["error"].as_str().unwrap().contains("maximum of 1 plants"), "{refused}");
@@ -69,6 +54,20 @@ async fn each_request_logs_one_json_line_and_one_metrics_line() {
             (route("GET"), json!("2xx"), json!(0)),
         ]
     );
+}
+
+/// Each request line's request id, trace id, method, status and whether it
+/// names an error; each at INFO, with its latency.
+fn request_lines(lines: &[Value]) -> Vec<(Value, Value, Value, Value, bool)> {
+    let requests = lines.iter().filter(|line| line["message"] == "request");
+    let summary = requests.map(|line| {
+        assert_eq!(line["level"], "INFO", "{line}");
+        assert!(line["latency_ms"].as_f64().is_some_and(|ms| ms >= 0.0), "{line}");
+        let span = &line["span"];
+        let ids = (span["requestId"].clone(), span["traceId"].clone());
+        (ids.0, ids.1, line["method"].clone(), line["status"].clone(), line.get("error").is_some())
+    });
+    summary.collect()
 }
 
 #[tokio::test]
