@@ -148,17 +148,6 @@ async fn warming_up_makes_one_read_and_changes_nothing() {
 const WITHIN_BUDGET: Duration = STORE_BUDGET.saturating_add(Duration::from_millis(500));
 const BOUND: u32 = 3;
 
-/// One operation against a store that answers the calls before it and
-/// hangs on the next: `calls_before` pass through (seeding included).
-struct Hang {
-    case: &'static str,
-    bound: u32,
-    /// Plants alice has before the request, created through the proxy.
-    seeded: i64,
-    request: fn() -> ApiGatewayEvent,
-    status: u16,
-}
-
 fn create_new() -> ApiGatewayEvent {
     ApiGatewayEvent::create_plant(&bearer("alice"), r#"{"id": 99, "name": "New"}"#)
 }
@@ -171,76 +160,53 @@ fn list() -> ApiGatewayEvent {
     ApiGatewayEvent::list_plants(&bearer("alice"), "limit=5")
 }
 
-/// The calls that seeding `seeded` plants makes with this bound.
-fn seeding_calls(bound: u32, seeded: i64) -> usize {
-    let per_plant = if bound == 0 { 1 } else { 2 };
-    usize::try_from(seeded).unwrap() * per_plant
-}
+/// One operation against a store that answers the calls before it and
+/// hangs on the next: the case, the bound, the plants alice has before the
+/// request (created through the proxy), the request, the request's own calls
+/// that pass before the one that hangs, and the answer's status.
+type Hang = (&'static str, u32, i64, fn() -> ApiGatewayEvent, usize, u16);
 
-/// Each operation's calls, the last of them hanging.
 fn hangs() -> [Hang; 5] {
     [
         // The count taken, the put hangs: 503, the count one high.
-        Hang { case: "create: the put", bound: BOUND, seeded: 0, request: create_new, status: 503 },
+        ("create: the put", BOUND, 0, create_new, 1, 503),
         // The only call, with the bound off.
-        Hang {
-            case: "create without the bound",
-            bound: 0,
-            seeded: 0,
-            request: create_new,
-            status: 503,
-        },
+        ("create without the bound", 0, 0, create_new, 0, 503),
         // At the bound, the read that tells a retry from the bound hangs.
-        Hang {
-            case: "create at the bound: the read",
-            bound: BOUND,
-            seeded: 3,
-            request: create_new,
-            status: 503,
-        },
-        // The id is taken and the count is given back: that hangs, and
-        // the answer (409) is given at the deadline.
-        Hang {
-            case: "create of a taken id: the give-back",
-            bound: BOUND,
-            seeded: 1,
-            request: create_clash,
-            status: 409,
-        },
-        Hang { case: "list", bound: BOUND, seeded: 1, request: list, status: 503 },
+        ("create at the bound: the read", BOUND, 3, create_new, 1, 503),
+        // The id is taken and the count is given back: that hangs, and the
+        // answer (409) is given at the deadline.
+        ("create of a taken id: the give-back", BOUND, 1, create_clash, 2, 409),
+        ("list", BOUND, 1, list, 0, 503),
     ]
 }
 
 #[tokio::test]
 async fn every_operation_ends_inside_the_budget_when_its_next_call_hangs() {
-    for hang in hangs() {
-        // The request's own calls before the hang.
-        let calls_before = match hang.case {
-            "create: the put" | "create at the bound: the read" => 1,
-            "create of a taken id: the give-back" => 2,
-            _ => 0,
-        };
-        let first = vec![Fault::PassThrough; seeding_calls(hang.bound, hang.seeded) + calls_before];
+    for (case, bound, seeded, request, calls_before, status) in hangs() {
+        // Seeding makes a put per plant, and a count update with the bound.
+        let seeding = usize::try_from(seeded).unwrap() * if bound == 0 { 1 } else { 2 };
+        let first = vec![Fault::PassThrough; seeding + calls_before];
         let proxy = FaultProxy::start(&TestApp::dynamodb_url(), &first, Fault::Hang).await;
-        let app = TestApp::with_store_endpoint_and_bound(&proxy.url, hang.bound).await;
-        for id in 1..=hang.seeded {
+        let app = TestApp::with_store_endpoint_and_bound(&proxy.url, bound).await;
+        for id in 1..=seeded {
             app.create("alice", json!({"id": id, "name": format!("Plant {id}")})).await;
         }
         let started = Instant::now();
-        let response = app.invoke(&(hang.request)().event()).await;
+        let response = app.invoke(&request().event()).await;
         let elapsed = started.elapsed();
-        eprintln!("{}: {} after {elapsed:?}", hang.case, response.status);
-        assert_eq!(response.status, hang.status, "{}: {}", hang.case, response.body);
-        assert!(elapsed < WITHIN_BUDGET, "{}: answered after {elapsed:?}", hang.case);
-        if hang.status == 503 {
-            assert_eq!(response.header("retry-after"), Some("1"), "{}", hang.case);
+        eprintln!("{case}: {} after {elapsed:?}", response.status);
+        assert_eq!(response.status, status, "{case}: {}", response.body);
+        assert!(elapsed < WITHIN_BUDGET, "{case}: answered after {elapsed:?}");
+        if status == 503 {
+            assert_eq!(response.header("retry-after"), Some("1"), "{case}");
         }
         // Nothing was written that the answer does not say, and the count
         // is never below the plants.
         let plants = app.stored_items().await.len();
-        assert_eq!(plants, usize::try_from(hang.seeded).unwrap(), "{}", hang.case);
+        assert_eq!(plants, usize::try_from(seeded).unwrap(), "{case}");
         for count in app.stored_plant_counts().await {
-            assert!(count["plants"].as_u64().unwrap() >= plants as u64, "{}", hang.case);
+            assert!(count["plants"].as_u64().unwrap() >= plants as u64, "{case}");
         }
     }
 }
