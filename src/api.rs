@@ -192,8 +192,9 @@ struct Answered<'a> {
 
 impl Answered<'_> {
     /// The answer to `outcome` (an error's, from `error.rs`), after writing
-    /// the request's one JSON log line (with the refusal's message, and the
-    /// cause of a 5xx) and its EMF metrics line, in the `invocation` span.
+    /// the request's one JSON log line (with the refusal's message and
+    /// reason; a 5xx's cause on an ERROR line) and its EMF metrics line, in
+    /// the `invocation` span.
     fn write_log_and_metrics_lines(
         &self,
         outcome: Result<Response<Body>, ApiError>,
@@ -201,16 +202,17 @@ impl Answered<'_> {
     ) -> Response<Body> {
         let _in_it = invocation.enter();
         let latency_ms = self.started.elapsed().as_secs_f64() * 1000.0;
-        let (response, message, at_bound) = match outcome {
-            Ok(response) => (response, None, false),
+        let (response, message, reason, at_bound) = match outcome {
+            Ok(response) => (response, None, None, false),
             Err(error) => {
-                if let Some(detail) = error.log_detail() {
-                    let status = error.status_and_header().0.as_u16();
-                    tracing::error!(status, detail);
+                // A 5xx's cause is an ERROR line; a refusal's reason is on the request line.
+                let (status, mut reason) = (error.status_and_header().0, error.log_detail());
+                if let Some(detail) = reason.take_if(|_| status.is_server_error()) {
+                    tracing::error!(status = status.as_u16(), detail);
                 }
                 let message = Some(error.to_string());
                 let at_bound = matches!(error, ApiError::TooManyPlants(_));
-                (error.into_response(), message, at_bound)
+                (error.into_response(), message, reason, at_bound)
             }
         };
         let status = response.status().as_u16();
@@ -223,6 +225,7 @@ impl Answered<'_> {
             parse_ms = self.steps.parse,
             store_ms = self.steps.store,
             error = message.as_deref(),
+            reason = reason.as_deref(),
             "request"
         );
         crate::log::write_line(&emf_line(&RequestMetrics {

@@ -83,13 +83,23 @@ pub struct TokenRules {
     /// `AUTH_AUDIENCE`: the required `aud`, which only Cognito mode may leave
     /// out (its access tokens carry none).
     pub audience: Option<String>,
-    /// `AUTH_COGNITO_CLIENT_ID`, comma-separated: Cognito mode, where only
-    /// access tokens issued to one of these app clients are accepted.
-    pub cognito_client_ids: Vec<String>,
+    pub access: AccessTokenRule,
     /// `AUTH_SCOPE_READ` and `AUTH_SCOPE_WRITE`, set together.
     pub scopes: Option<ScopeRules>,
-    /// `AUTH_TOKEN_TYPE`: the JOSE `typ` every token must have (`at+jwt`).
-    pub token_type: Option<String>,
+}
+
+/// How an access token is told from the issuer's other JWTs, its ID tokens
+/// among them (docs/contract.md, "Only access tokens").
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum AccessTokenRule {
+    /// `AUTH_COGNITO_CLIENT_ID`, comma-separated: Amazon Cognito's
+    /// `token_use` `access`, issued to one of these app clients.
+    Cognito(Vec<String>),
+    /// `AUTH_TOKEN_TYPE`, `at+jwt` (RFC 9068) unless set: the JOSE `typ`.
+    Typed(String),
+    /// `AUTH_TOKEN_TYPE=any`, for issuers that do not type access tokens:
+    /// only with scopes, which ID tokens do not grant.
+    Untyped,
 }
 
 /// The scope reading plants requires, and the one creating them does.
@@ -103,9 +113,12 @@ pub struct ScopeRules {
 pub enum KeyConfig {
     /// `AUTH_JWKS`: the JSON of a JWKS, for local use.
     Inline(String),
-    /// `AUTH_JWKS_URL`, or `{AUTH_ISSUER}/.well-known/jwks.json` when neither
-    /// it nor `AUTH_JWKS` is set; fetched on the schedule of `refresh`.
+    /// `AUTH_JWKS_URL`, or in Cognito mode `{AUTH_ISSUER}/.well-known/jwks.json`
+    /// (Cognito's, with no discovery on a request's path).
     Url { url: String, refresh: KeyRefresh },
+    /// Neither: the `jwks_uri` of the issuer's OpenID Connect discovery
+    /// document, whose `issuer` must be `issuer`.
+    Discovery { issuer: String, refresh: KeyRefresh },
 }
 
 /// When the remote key set is fetched again: production runs with the
@@ -165,42 +178,35 @@ impl Config {
         let optional = |name: &str| lookup(name).filter(|value| !value.trim().is_empty());
         let required = |name: &'static str| optional(name).ok_or(ConfigError::missing(name));
         let issuer = required("AUTH_ISSUER")?;
-        let remote = |url| KeyConfig::Url { url, refresh: KeyRefresh::default() };
-        let keys = match (optional("AUTH_JWKS"), optional("AUTH_JWKS_URL")) {
-            (Some(jwks), _) => KeyConfig::Inline(jwks),
-            (None, Some(url)) => remote(url),
-            (None, None) => {
-                remote(format!("{}/.well-known/jwks.json", issuer.trim_end_matches('/')))
-            }
-        };
-        let max_plants_per_owner = max_plants_per_owner(optional("MAX_PLANTS_PER_OWNER"))?;
-        let audience = optional("AUTH_AUDIENCE");
         let cognito_client_ids: Vec<String> = optional("AUTH_COGNITO_CLIENT_ID")
             .map(|ids| {
-                ids.split(',')
-                    .map(str::trim)
-                    .filter(|id| !id.is_empty())
-                    .map(str::to_owned)
-                    .collect()
+                ids.split(',').map(str::trim).filter(|id| !id.is_empty()).map(Into::into).collect()
             })
             .unwrap_or_default();
+        let refresh = KeyRefresh::default();
+        let keys = match (optional("AUTH_JWKS"), optional("AUTH_JWKS_URL")) {
+            (Some(jwks), _) => KeyConfig::Inline(jwks),
+            (None, Some(url)) => KeyConfig::Url { url, refresh },
+            (None, None) if !cognito_client_ids.is_empty() => {
+                let url = format!("{}/.well-known/jwks.json", issuer.trim_end_matches('/'));
+                KeyConfig::Url { url, refresh }
+            }
+            (None, None) => KeyConfig::Discovery { issuer: issuer.clone(), refresh },
+        };
+        let scopes = scope_rules(&optional)?;
+        let access = access_rule(optional("AUTH_TOKEN_TYPE"), cognito_client_ids, &scopes)?;
+        let audience = optional("AUTH_AUDIENCE");
         // Without an audience, a token the same issuer made for any other
         // application would be accepted (RFC 8725 section 3.9).
-        if audience.is_none() && cognito_client_ids.is_empty() {
+        if audience.is_none() && !matches!(access, AccessTokenRule::Cognito(_)) {
             let rule = "must be set and not empty (the audience of this API's tokens), \
                         unless AUTH_COGNITO_CLIENT_ID names the Cognito app clients";
             return Err(ConfigError::new("AUTH_AUDIENCE", rule));
         }
         Ok(Self {
-            max_plants_per_owner,
+            max_plants_per_owner: max_plants_per_owner(optional("MAX_PLANTS_PER_OWNER"))?,
             table: required("PLANTS_TABLE")?,
-            rules: TokenRules {
-                issuer,
-                audience,
-                cognito_client_ids,
-                scopes: scope_rules(&optional)?,
-                token_type: optional("AUTH_TOKEN_TYPE").map(|typ| typ.trim().to_owned()),
-            },
+            rules: TokenRules { issuer, audience, access, scopes },
             keys,
             trust: TrustConfig {
                 bundle: optional("SSL_CERT_FILE").map(PathBuf::from),
@@ -209,6 +215,27 @@ impl Config {
             dynamodb_endpoint: optional("AWS_ENDPOINT_URL_DYNAMODB")
                 .or_else(|| optional("AWS_ENDPOINT_URL")),
         })
+    }
+}
+
+/// The access-token rule of `AUTH_TOKEN_TYPE` and `AUTH_COGNITO_CLIENT_ID`.
+fn access_rule(
+    token_type: Option<String>,
+    cognito_client_ids: Vec<String>,
+    scopes: &Option<ScopeRules>,
+) -> Result<AccessTokenRule, ConfigError> {
+    let refused = |rule| Err(ConfigError::new("AUTH_TOKEN_TYPE", rule));
+    match (token_type.as_deref().map(str::trim), cognito_client_ids.is_empty()) {
+        (None, false) => Ok(AccessTokenRule::Cognito(cognito_client_ids)),
+        (Some(_), false) => refused(
+            "must be unset with AUTH_COGNITO_CLIENT_ID: Cognito's access tokens are told by token_use",
+        ),
+        (Some("any"), true) if scopes.is_none() => refused(
+            "may be any only with AUTH_SCOPE_READ and AUTH_SCOPE_WRITE: an untyped ID token \
+             is told apart by the scopes it does not grant",
+        ),
+        (Some("any"), true) => Ok(AccessTokenRule::Untyped),
+        (typ, true) => Ok(AccessTokenRule::Typed(typ.unwrap_or("at+jwt").to_owned())),
     }
 }
 
@@ -271,29 +298,44 @@ mod tests {
         Config::from_lookup(value).map_err(|error| error.to_string())
     }
 
-    fn remote(url: &str) -> KeyConfig {
-        let (url, refresh) = (url.into(), KeyRefresh::default());
-        KeyConfig::Url { url, refresh }
+    #[test]
+    fn keys_are_inline_or_the_url_given_or_cognitos_or_found_by_discovery() {
+        let keys = |pairs: &[_]| config(pairs).unwrap().keys;
+        let (issuer, refresh) = ("https://tenant.auth0.com/".into(), KeyRefresh::default());
+        assert_eq!(keys(&[]), KeyConfig::Discovery { issuer, refresh });
+        let url = ("AUTH_JWKS_URL", "https://keys.example/jwks");
+        assert_eq!(keys(&[url]), KeyConfig::Url { url: url.1.into(), refresh });
+        let cognito =
+            [("AUTH_ISSUER", "https://cognito.example/pool/"), ("AUTH_COGNITO_CLIENT_ID", "app")];
+        let url = "https://cognito.example/pool/.well-known/jwks.json".into();
+        assert_eq!(keys(&cognito), KeyConfig::Url { url, refresh });
+        let inline = ("AUTH_JWKS", "{\"keys\": []}");
+        assert_eq!(keys(&[inline]), KeyConfig::Inline("{\"keys\": []}".into()));
     }
 
     #[test]
-    fn keys_are_inline_or_the_url_given_or_the_issuers_well_known_one() {
-        let keys = |pairs: &[_]| config(pairs).unwrap().keys;
-        assert_eq!(keys(&[]), remote("https://tenant.auth0.com/.well-known/jwks.json"));
-        let url = ("AUTH_JWKS_URL", "https://keys.example/jwks");
-        assert_eq!(keys(&[url]), remote("https://keys.example/jwks"));
-        let inline = ("AUTH_JWKS", "{\"keys\": []}");
-        assert_eq!(keys(&[inline, url]), KeyConfig::Inline("{\"keys\": []}".into()));
+    fn access_tokens_are_typed_at_jwt_unless_cognito_or_any_with_scopes() {
+        let access = |pairs: &[_]| config(pairs).map(|config| config.rules.access);
+        assert_eq!(access(&[]), Ok(AccessTokenRule::Typed("at+jwt".into())));
+        assert_eq!(
+            access(&[("AUTH_TOKEN_TYPE", " ")]),
+            Ok(AccessTokenRule::Typed("at+jwt".into()))
+        );
+        let cognito = [("AUTH_AUDIENCE", ""), ("AUTH_COGNITO_CLIENT_ID", "users, machine,")];
+        let clients = vec!["users".into(), "machine".into()];
+        assert_eq!(access(&cognito), Ok(AccessTokenRule::Cognito(clients)));
+        let typed_cognito = [cognito[1], ("AUTH_TOKEN_TYPE", "at+jwt")];
+        assert!(access(&typed_cognito).unwrap_err().contains("token_use"));
+        let any = ("AUTH_TOKEN_TYPE", "any");
+        assert!(access(&[any]).unwrap_err().contains("AUTH_SCOPE_READ"));
+        let scoped = [any, ("AUTH_SCOPE_READ", "r"), ("AUTH_SCOPE_WRITE", "w")];
+        assert_eq!(access(&scoped), Ok(AccessTokenRule::Untyped));
+        let error = access(&[("AUTH_AUDIENCE", " ")]).unwrap_err();
+        assert!(error.contains("AUTH_AUDIENCE") && error.contains("AUTH_COGNITO_CLIENT_ID"));
     }
 
     #[test]
     fn empty_values_count_as_unset() {
-        let unset = config(&[("AUTH_COGNITO_CLIENT_ID", " "), ("AUTH_TOKEN_TYPE", "")]);
-        let rules = unset.unwrap().rules;
-        assert_eq!(
-            (rules.cognito_client_ids.len(), rules.scopes, rules.token_type),
-            (0, None, None)
-        );
         let endpoint = |pairs: &[_]| config(pairs).unwrap().dynamodb_endpoint;
         assert_eq!(endpoint(&[("AWS_ENDPOINT_URL_DYNAMODB", "")]), None);
         let local = "http://172.17.0.1:8000";
@@ -322,18 +364,6 @@ mod tests {
         assert_eq!(log(&[("RUST_LOG", "warn")]).level, LevelFilter::WARN);
         let xray = log(&[("AWS_XRAY_DAEMON_ADDRESS", "169.254.79.129:2000")]);
         assert_eq!(xray.xray_daemon.as_deref(), Some("169.254.79.129:2000"));
-    }
-
-    #[test]
-    fn an_audience_is_required_outside_cognito_mode() {
-        let error = config(&[("AUTH_AUDIENCE", " ")]).unwrap_err();
-        assert!(error.contains("AUTH_AUDIENCE") && error.contains("AUTH_COGNITO_CLIENT_ID"));
-        let cognito = [("AUTH_AUDIENCE", ""), ("AUTH_COGNITO_CLIENT_ID", "users, machine,")];
-        let rules = config(&cognito).unwrap().rules;
-        assert_eq!(
-            (rules.audience, rules.cognito_client_ids),
-            (None, vec!["users".into(), "machine".into()])
-        );
     }
 
     #[test]

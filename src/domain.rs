@@ -34,6 +34,12 @@ pub mod limits {
     /// The most characters of a client's own text (a method, a header
     /// name) that an error message repeats.
     pub const MAX_ECHOED_CHARS: usize = 64;
+
+    /// The start of someone else's `text` (a client's, a token's, an
+    /// issuer's) that a message or a log line repeats.
+    pub fn echoed(text: &str) -> &str {
+        text.char_indices().nth(MAX_ECHOED_CHARS).map_or(text, |(end, _)| &text[..end])
+    }
 }
 
 /// Why a request body is not a valid NewPlant. Each message names the field.

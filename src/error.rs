@@ -8,7 +8,7 @@ use lambda_http::http::{HeaderName, HeaderValue, Method, StatusCode};
 use lambda_http::{Body, Response};
 
 use crate::auth::AuthError;
-use crate::domain::limits::{LIMIT_MAX, MAX_BODY_BYTES, MAX_ECHOED_CHARS};
+use crate::domain::limits::{LIMIT_MAX, MAX_BODY_BYTES, echoed};
 use crate::domain::{Conflict, PlantError, PlantId};
 use crate::response::json_text_response;
 use crate::store::StoreError;
@@ -35,24 +35,17 @@ pub enum ApiError {
         "The query parameter `cursor` is not one this API issued; use the Link header of the previous page."
     )]
     InvalidCursor,
-    #[error("The Authorization header must carry a Bearer token.")]
-    MissingToken,
-    #[error("The bearer token in the Authorization header has expired.")]
-    ExpiredToken,
-    #[error("The bearer token in the Authorization header is not valid.")]
-    InvalidToken,
-    #[error("The bearer token does not grant the scope {0}, which this operation requires.")]
-    InsufficientScope(String),
-    #[error(
-        "The token's signing keys cannot be fetched from its issuer now; retry after the Retry-After delay."
-    )]
-    KeysUnavailable,
+    #[error(transparent)]
+    Auth(#[from] AuthError),
     #[error("No resource exists at this path.")]
     NotFound,
     /// The method (the client's, cut to [`MAX_ECHOED_CHARS`] so that the
     /// message stays one short sentence), the path, and what it allows.
-    #[error("The method {} is not allowed on {path}; use {}.",
-        method.chars().take(MAX_ECHOED_CHARS).collect::<String>(), join(allowed, " or "))]
+    #[error(
+        "The method {} is not allowed on {path}; use {}.",
+        echoed(method),
+        join(allowed, " or ")
+    )]
     MethodNotAllowed { method: String, path: &'static str, allowed: Vec<&'static Method> },
     #[error("A plant with id {0} already exists with other content.")]
     Conflict(PlantId),
@@ -90,20 +83,20 @@ impl ApiError {
             | Self::RepeatedParameter(_)
             | Self::InvalidLimit
             | Self::InvalidCursor => (Status::BAD_REQUEST, None),
-            Self::MissingToken => (Status::UNAUTHORIZED, challenge(CHALLENGE)),
-            Self::ExpiredToken | Self::InvalidToken => {
+            Self::Auth(AuthError::MissingToken(_)) => (Status::UNAUTHORIZED, challenge(CHALLENGE)),
+            Self::Auth(AuthError::Expired | AuthError::InvalidToken(_)) => {
                 (Status::UNAUTHORIZED, challenge(CHALLENGE_INVALID_TOKEN))
             }
             // RFC 6750, section 3.1. The configuration admits only scope
             // tokens (`crate::config`): always a valid header value.
-            Self::InsufficientScope(scope) => {
+            Self::Auth(AuthError::InsufficientScope(scope)) => {
                 let challenge = format!(
                     r#"Bearer realm="plants", error="insufficient_scope", scope="{scope}""#
                 );
                 let header = HeaderValue::from_str(&challenge).ok();
                 (Status::FORBIDDEN, header.map(|header| (WWW_AUTHENTICATE, header)))
             }
-            Self::KeysUnavailable | Self::Unavailable(_) => {
+            Self::Auth(AuthError::KeysUnavailable(_)) | Self::Unavailable(_) => {
                 (Status::SERVICE_UNAVAILABLE, Some((RETRY_AFTER, value(RETRY_AFTER_SECONDS))))
             }
             Self::NotFound => (Status::NOT_FOUND, None),
@@ -131,10 +124,12 @@ impl ApiError {
         response
     }
 
-    /// What is logged beside the response: the internal detail, never sent.
-    pub fn log_detail(&self) -> Option<&str> {
+    /// What is logged beside the response, never sent: why a 401 or 403
+    /// refused, and what a 5xx met.
+    pub fn log_detail(&self) -> Option<String> {
         match self {
-            Self::Unavailable(detail) | Self::Internal(detail) => Some(detail),
+            Self::Auth(error) => Some(error.reason()),
+            Self::Unavailable(detail) | Self::Internal(detail) => Some(detail.clone()),
             _ => None,
         }
     }
@@ -143,18 +138,6 @@ impl ApiError {
 impl From<Conflict> for ApiError {
     fn from(Conflict(id): Conflict) -> Self {
         Self::Conflict(id)
-    }
-}
-
-impl From<AuthError> for ApiError {
-    fn from(error: AuthError) -> Self {
-        match error {
-            AuthError::MissingToken => Self::MissingToken,
-            AuthError::Expired => Self::ExpiredToken,
-            AuthError::InvalidToken => Self::InvalidToken,
-            AuthError::InsufficientScope { scope } => Self::InsufficientScope(scope),
-            AuthError::KeysUnavailable => Self::KeysUnavailable,
-        }
     }
 }
 

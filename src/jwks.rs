@@ -22,6 +22,7 @@ use serde_json::json;
 use serde_json::value::RawValue;
 
 use crate::config::{KeyConfig, KeyRefresh};
+use crate::domain::limits::echoed;
 use crate::https::{Connector, Https};
 use crate::xray;
 
@@ -138,7 +139,7 @@ fn usable_key(jwk: &Jwk) -> Option<(String, VerificationKey, String)> {
 }
 
 /// Where verification keys come from: a key set given inline in the
-/// configuration (local use), or the issuer's JWKS URL (production).
+/// configuration (local use), or the issuer's, fetched (production).
 pub enum KeySource {
     Inline(Arc<KeySet>),
     Remote(Box<RemoteKeys>),
@@ -146,17 +147,29 @@ pub enum KeySource {
 
 /// The keys cannot be known now: the issuer's key set could not be fetched
 /// (and the token's key is not in the last good one), or the last good one
-/// is older than [`KeyRefresh::keep_last_good`]. Retry later.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct KeysUnavailable;
+/// is older than [`KeyRefresh::keep_last_good`]. Retry later. The reason is
+/// the log's.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct KeysUnavailable(pub String);
 
 impl KeySource {
     /// `https`: the client a remote key set is fetched with.
     pub fn from_config(config: &KeyConfig, https: &Https) -> Result<Self, KeySourceError> {
+        let remote = |location, refresh| {
+            let remote = RemoteKeys::new(location, refresh, https);
+            Ok(Self::Remote(Box::new(remote)))
+        };
         match config {
             KeyConfig::Inline(jwks) => Self::inline(jwks),
-            KeyConfig::Url { url, refresh } => {
-                RemoteKeys::new(url, *refresh, https).map(|remote| Self::Remote(Box::new(remote)))
+            KeyConfig::Url { url, refresh } => remote(Location::Jwks(remote_url(url)?), *refresh),
+            KeyConfig::Discovery { issuer, refresh } => {
+                // OpenID Connect Discovery 1.0, section 4: the issuer without
+                // a trailing slash, then the well-known path.
+                let url =
+                    format!("{}/.well-known/openid-configuration", issuer.trim_end_matches('/'));
+                let location =
+                    Location::Discovery { url: remote_url(&url)?, issuer: issuer.clone() };
+                remote(location, *refresh)
             }
         }
     }
@@ -201,10 +214,22 @@ impl KeySource {
         };
         remote.fetch_if_due().await;
         let set = remote.last_good()?;
-        if set.get(kid).is_none() && remote.read_state().last_failed {
-            return Err(KeysUnavailable);
+        match &remote.read_state().last_failure {
+            Some(failure) if set.get(kid).is_none() => Err(KeysUnavailable(failure.clone())),
+            _ => Ok(set),
         }
-        Ok(set)
+    }
+}
+
+/// `url` as a remote key source may fetch it: `https://`, or `http://` to a
+/// loopback host.
+fn remote_url(url: &str) -> Result<Uri, KeySourceError> {
+    let parsed: Uri = url.parse().map_err(|_| KeySourceError::NotAUrl(url.to_owned()))?;
+    let loopback = matches!(parsed.host(), Some("127.0.0.1" | "localhost" | "[::1]"));
+    match parsed.scheme_str() {
+        Some("https") => Ok(parsed),
+        Some("http") if loopback => Ok(parsed),
+        _ => Err(KeySourceError::NotHttps(url.to_owned())),
     }
 }
 
@@ -215,15 +240,29 @@ pub enum KeySourceError {
     NotAJwks(NotAJwks),
     #[error("AUTH_JWKS: no usable signing key (RS256, ES256 or EdDSA with a kid)")]
     NoUsableKey,
-    #[error("the JWKS URL {0:?} is not a URL")]
+    #[error("the key URL {0:?} is not a URL")]
     NotAUrl(String),
-    #[error("the JWKS URL {0} must use https")]
+    #[error("the key URL {0} must use https")]
     NotHttps(String),
 }
 
+/// A fetch that failed, naming the URL it fetched.
 #[derive(Debug, thiserror::Error)]
-#[error("fetching the JWKS failed: {0}")]
-pub struct FetchError(String);
+#[error("fetching {url} failed: {cause}")]
+pub struct FetchError {
+    url: String,
+    cause: String,
+}
+
+/// Where the issuer's key set is.
+enum Location {
+    Jwks(Uri),
+    /// Named by the issuer's discovery document, at `url`.
+    Discovery {
+        url: Uri,
+        issuer: String,
+    },
+}
 
 /// What the remote source knows.
 #[derive(Default)]
@@ -231,14 +270,16 @@ struct State {
     /// The issuer's last word: the key set of the last fetch that parsed,
     /// and when it was fetched.
     keys: Option<(Arc<KeySet>, Instant)>,
+    /// The key set's URL the discovery document named, and when.
+    discovered: Option<(Uri, Instant)>,
     last_attempt: Option<Instant>,
-    /// Whether the last fetch failed: an unknown `kid` is then unknowable.
-    last_failed: bool,
+    /// Why the last fetch failed, if it did: an unknown `kid` is then unknowable.
+    last_failure: Option<String>,
 }
 
-/// The issuer's key set behind its JWKS URL, kept between requests.
+/// The issuer's key set, kept between requests.
 pub struct RemoteKeys {
-    url: Uri,
+    location: Location,
     refresh: KeyRefresh,
     client: Client<Connector, Empty<Bytes>>,
     state: RwLock<State>,
@@ -246,23 +287,17 @@ pub struct RemoteKeys {
     fetching: tokio::sync::Mutex<()>,
 }
 
+/// The members of a discovery document that the function reads.
+#[derive(Deserialize)]
+struct Discovery {
+    issuer: String,
+    jwks_uri: String,
+}
+
 impl RemoteKeys {
-    /// `url` must be `https://`, or `http://` to a loopback host.
-    fn new(url: &str, refresh: KeyRefresh, https: &Https) -> Result<Self, KeySourceError> {
-        let url: Uri = url.parse().map_err(|_| KeySourceError::NotAUrl(url.to_owned()))?;
-        let loopback = matches!(url.host(), Some("127.0.0.1" | "localhost" | "[::1]"));
-        match url.scheme_str() {
-            Some("https") => {}
-            Some("http") if loopback => {}
-            _ => return Err(KeySourceError::NotHttps(url.to_string())),
-        }
-        Ok(Self {
-            url,
-            refresh,
-            client: Client::builder(TokioExecutor::new()).build(https.connector()),
-            state: RwLock::default(),
-            fetching: tokio::sync::Mutex::new(()),
-        })
+    fn new(location: Location, refresh: KeyRefresh, https: &Https) -> Self {
+        let client = Client::builder(TokioExecutor::new()).build(https.connector());
+        Self { location, refresh, client, state: RwLock::default(), fetching: Default::default() }
     }
 
     fn read_state(&self) -> std::sync::RwLockReadGuard<'_, State> {
@@ -271,11 +306,13 @@ impl RemoteKeys {
 
     /// The last good key set, while it is younger than `keep_last_good`.
     fn last_good(&self) -> Result<Arc<KeySet>, KeysUnavailable> {
-        match &self.read_state().keys {
+        let state = self.read_state();
+        match &state.keys {
             Some((set, fetched)) if fetched.elapsed() < self.refresh.keep_last_good => {
                 Ok(Arc::clone(set))
             }
-            _ => Err(KeysUnavailable),
+            Some(_) => Err(KeysUnavailable("the last good key set is older than a day".into())),
+            None => Err(KeysUnavailable(state.last_failure.clone().unwrap_or_default())),
         }
     }
 
@@ -317,16 +354,21 @@ impl RemoteKeys {
     }
 
     /// One fetch, and what it says: a key set that parses replaces the
-    /// last, whatever keys it holds; a failure keeps the last good one.
+    /// last, whatever keys it holds; a failure (of the discovery document
+    /// too) keeps the last good one.
     async fn fetch(&self) -> Result<(), FetchError> {
         let started = Instant::now();
-        let fetched = self.get().await;
+        let fetched = match self.jwks_url().await {
+            Ok(url) => {
+                self.get(&url, |text| KeySet::from_jwks_json(text).map_err(|e| e.to_string())).await
+            }
+            Err(error) => Err(error),
+        };
         let mut state = self.state.write().unwrap_or_else(|poisoned| poisoned.into_inner());
         state.last_attempt = Some(Instant::now());
-        state.last_failed = fetched.is_err();
+        state.last_failure = fetched.as_ref().err().map(ToString::to_string);
         let set = fetched?;
         tracing::info!(
-            url = %self.url,
             keys = set.keys.len(),
             skipped = set.skipped,
             fetch_ms = started.elapsed().as_secs_f64() * 1000.0,
@@ -336,46 +378,71 @@ impl RemoteKeys {
         Ok(())
     }
 
-    /// One GET of the key set, recorded for X-Ray as a call to the issuer,
-    /// a subsegment named for its host.
-    async fn get(&self) -> Result<KeySet, FetchError> {
+    /// The key set's URL: the configured one, or the one the issuer's
+    /// discovery document names (fetched again once it is `max_age` old),
+    /// trusted only if the document's `issuer` is exactly `AUTH_ISSUER`.
+    async fn jwks_url(&self) -> Result<Uri, FetchError> {
+        let (url, issuer) = match &self.location {
+            Location::Jwks(url) => return Ok(url.clone()),
+            Location::Discovery { url, issuer } => (url, issuer),
+        };
+        if let Some((jwks, at)) = &self.read_state().discovered
+            && at.elapsed() < self.refresh.max_age
+        {
+            return Ok(jwks.clone());
+        }
+        let read = |text: &str| serde_json::from_str::<Discovery>(text).map_err(|e| e.to_string());
+        let document = self.get(url, read).await?;
+        let failed = |cause: String| FetchError { url: url.to_string(), cause };
+        if document.issuer != *issuer {
+            let named = echoed(&document.issuer);
+            return Err(failed(format!(
+                "its issuer {named:?} is not AUTH_ISSUER {issuer:?} exactly: its keys are not trusted"
+            )));
+        }
+        let jwks = remote_url(&document.jwks_uri).map_err(|error| failed(error.to_string()))?;
+        tracing::info!(jwks_uri = %jwks, "found the key set by discovery");
+        let mut state = self.state.write().unwrap_or_else(|poisoned| poisoned.into_inner());
+        state.discovered = Some((jwks.clone(), Instant::now()));
+        Ok(jwks)
+    }
+
+    /// One GET of `url`, its body read by `parse`, recorded for X-Ray as a
+    /// call to the issuer: a subsegment named for its host.
+    async fn get<T>(
+        &self,
+        url: &Uri,
+        parse: impl FnOnce(&str) -> Result<T, String>,
+    ) -> Result<T, FetchError> {
         // X-Ray names hold no brackets: an IPv6 host without them.
-        let host = self.url.host().unwrap_or("jwks").trim_matches(['[', ']']);
+        let host = url.host().unwrap_or("issuer").trim_matches(['[', ']']);
         let mut call = xray::Call::start(host, "remote");
         if let Some(call) = call.as_mut().filter(|call| call.sampled()) {
-            call.document["http"]["request"] =
-                json!({"method": "GET", "url": self.url.to_string()});
+            call.document["http"]["request"] = json!({"method": "GET", "url": url.to_string()});
         }
         let mut status = None;
         let exchange = async {
-            let response = self
-                .client
-                .get(self.url.clone())
-                .await
-                .map_err(|error| FetchError(error.to_string()))?;
+            let response = self.client.get(url.clone()).await.map_err(|error| error.to_string())?;
             status = Some(response.status().as_u16());
             if !response.status().is_success() {
-                return Err(FetchError(format!("status {}", response.status())));
+                return Err(format!("status {}", response.status()));
             }
             let body = Limited::new(response.into_body(), MAX_JWKS_BYTES)
                 .collect()
                 .await
-                .map_err(|error| FetchError(format!("body: {error}")))?
+                .map_err(|error| format!("body: {error}"))?
                 .to_bytes();
-            let text = std::str::from_utf8(&body)
-                .map_err(|_| FetchError("the body is not UTF-8".into()))?;
-            KeySet::from_jwks_json(text).map_err(|error| FetchError(error.to_string()))
+            parse(std::str::from_utf8(&body).map_err(|_| "the body is not UTF-8")?)
         };
         let fetched = tokio::time::timeout(FETCH_TIMEOUT, exchange)
             .await
-            .map_err(|_| FetchError(format!("no complete answer within {FETCH_TIMEOUT:?}")))
-            .flatten();
+            .unwrap_or_else(|_| Err(format!("no complete answer within {FETCH_TIMEOUT:?}")));
         if let Some(call) = &mut call {
             // No answer, or one that is no key set: the issuer's fault.
             let usable = |status: &u16| fetched.is_ok() || *status >= 400;
             call.end(status.filter(usable), false);
         }
-        fetched
+        fetched.map_err(|cause| FetchError { url: url.to_string(), cause })
     }
 }
 
@@ -401,7 +468,7 @@ mod tests {
         assert!(inline(r#"{"keys": []}"#).contains("no usable signing key"));
         assert!(matches!(url("not a url"), Err(KeySourceError::NotAUrl(_))));
         let plain = url("http://issuer.example/jwks").err().unwrap().to_string();
-        assert_eq!(plain, "the JWKS URL http://issuer.example/jwks must use https");
+        assert_eq!(plain, "the key URL http://issuer.example/jwks must use https");
         assert!(url("http://127.0.0.1:9/jwks").is_ok());
     }
 

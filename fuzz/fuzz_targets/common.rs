@@ -3,7 +3,7 @@
 //! that verifies it, and the token rules of a deployment with an audience.
 
 use jsonwebtoken::Algorithm;
-use plant_store::config::{ScopeRules, TokenRules};
+use plant_store::config::{AccessTokenRule, ScopeRules, TokenRules};
 use plant_store::jwks::KeySource;
 use plant_store_local_support::keys::SigningKey;
 
@@ -26,8 +26,7 @@ pub fn rules(scopes: Option<ScopeRules>) -> TokenRules {
     TokenRules {
         issuer: ISSUER.into(),
         audience: Some(AUDIENCE.into()),
-        cognito_client_ids: Vec::new(),
+        access: AccessTokenRule::Typed("at+jwt".into()),
         scopes,
-        token_type: None,
     }
 }

@@ -49,7 +49,7 @@ fuzz_target!(|input: (bool, &str)| {
     let (critical, sub) = input;
     let setup = setup();
     let mut header = Header::new(Algorithm::EdDSA);
-    header.kid = Some(setup.kid.clone());
+    (header.kid, header.typ) = (Some(setup.kid.clone()), Some("at+jwt".into()));
     if critical {
         header.crit = Some(vec!["exp".to_owned()]);
     }

@@ -20,7 +20,7 @@ impl Env {
         env.set("AWS_ENDPOINT_URL_DYNAMODB", url)
             .set("AWS_REGION", "us-east-1")
             .set("AWS_ACCESS_KEY_ID", "local")
-            .set("AWS_SECRET_ACCESS_KEY", "local")
+            .set("AWS_SECRET_ACCESS_KEY", "local-secret-access-key")
             .set("AWS_EC2_METADATA_DISABLED", "true");
         env
     }

@@ -94,17 +94,21 @@ impl SigningKey {
     }
 
     /// Signs arbitrary claims (any JSON a serializer writes, even with a
-    /// repeated key) with this key and its `kid`.
+    /// repeated key) with this key and its `kid`, as an RFC 9068 access
+    /// token (`typ` `at+jwt`).
     pub fn sign(&self, claims: &impl serde::Serialize) -> KeyResult<String> {
-        self.sign_typed("JWT", claims)
+        self.sign_typed(Some("at+jwt"), claims)
     }
 
-    /// [`Self::sign`] with the JOSE header's `typ` set to `typ` (RFC 9068's
-    /// access tokens say `at+jwt`).
-    pub fn sign_typed(&self, typ: &str, claims: &impl serde::Serialize) -> KeyResult<String> {
+    /// [`Self::sign`] with the JOSE header's `typ` set to `typ`, or none.
+    pub fn sign_typed(
+        &self,
+        typ: Option<&str>,
+        claims: &impl serde::Serialize,
+    ) -> KeyResult<String> {
         let mut header = Header::new(self.algorithm);
         header.kid = Some(self.kid().to_owned());
-        header.typ = Some(typ.to_owned());
+        header.typ = typ.map(str::to_owned);
         jsonwebtoken::encode(&header, claims, &self.encoding).map_err(|error| error.to_string())
     }
 

@@ -72,20 +72,38 @@ pub fn npm_prefix() -> PathBuf {
 /// The npm-packaged tools of `local-support/npm-tools` in `.tools/npm`, reinstalled
 /// only when the lock file changes; returns the folder of their commands.
 pub fn ensure_npm_tools() -> Result<PathBuf> {
-    let pinned = root().join("local-support/npm-tools");
-    let prefix = npm_prefix();
+    npm_install("npm-tools", &npm_prefix())?;
+    Ok(npm_prefix().join("node_modules/.bin"))
+}
+
+/// A certified OpenID Provider, panva's oidc-provider
+/// (`local-support/oidc-provider`), in `.tools/oidc-provider`; returns its
+/// start script there, where Node resolves the package.
+pub fn ensure_oidc_provider() -> Result<PathBuf> {
+    let prefix = tools_dir().join("oidc-provider");
+    npm_install("oidc-provider", &prefix)?;
+    let script = prefix.join("provider.mjs");
+    std::fs::copy(root().join("local-support/oidc-provider/provider.mjs"), &script)?;
+    Ok(script)
+}
+
+/// The packages `local-support/NAME/package-lock.json` pins, in `prefix`,
+/// reinstalled only when the lock file changes.
+fn npm_install(name: &str, prefix: &Path) -> Result {
+    let pinned = root().join("local-support").join(name);
     let lock = std::fs::read(pinned.join("package-lock.json"))?;
     let installed_lock = prefix.join("package-lock.json");
-    let commands = prefix.join("node_modules/.bin");
-    if std::fs::read(&installed_lock).ok().as_ref() != Some(&lock) || !commands.is_dir() {
-        log!("installing the npm tools (local-support/npm-tools) into .tools/npm");
-        std::fs::create_dir_all(&prefix)?;
+    if std::fs::read(&installed_lock).ok().as_ref() != Some(&lock)
+        || !prefix.join("node_modules").is_dir()
+    {
+        log!("installing local-support/{name} into {}", prefix.display());
+        std::fs::create_dir_all(prefix)?;
         std::fs::copy(pinned.join("package.json"), prefix.join("package.json"))?;
         std::fs::write(&installed_lock, &lock)?;
         let install = "ci --no-audit --no-fund --loglevel error --prefix";
-        run(Command::new("npm").args(install.split(' ')).arg(&prefix))?;
+        run(Command::new("npm").args(install.split(' ')).arg(prefix))?;
     }
-    Ok(commands)
+    Ok(())
 }
 
 /// A crate's binary, installed into `.tools/cargo` by `cargo install`, run

@@ -43,10 +43,10 @@ pub fn forged_tokens() -> Vec<(&'static str, String)> {
     cases
 }
 
-/// A JOSE header for `algorithm` naming the key `kid`.
-fn header_with_kid(algorithm: Algorithm, kid: &str) -> Header {
+/// An access token's JOSE header for `algorithm` naming the key `kid`.
+fn header_with_kid(algorithm: Algorithm, kid: Option<&str>) -> Header {
     let mut header = Header::new(algorithm);
-    header.kid = Some(kid.to_owned());
+    (header.kid, header.typ) = (kid.map(str::to_owned), Some("at+jwt".into()));
     header
 }
 
@@ -60,14 +60,14 @@ fn signed_as(header: &Header, pem: &str) -> String {
 /// publishes.
 fn forged_signatures() -> Vec<(&'static str, String)> {
     let published = keys().eddsa();
-    let published_kid = header_with_kid(Algorithm::EdDSA, published.kid());
+    let published_kid = header_with_kid(Algorithm::EdDSA, Some(published.kid()));
 
     // A key nobody published, claiming the kid of a published one.
     let impostor = SigningKey::generate(Algorithm::EdDSA).unwrap();
     let wrong_key = signed_as(&published_kid, impostor.pkcs8_pem());
 
     // alg "none", no signature.
-    let none_header = json!({"alg": "none", "typ": "JWT", "kid": published.kid()});
+    let none_header = json!({"alg": "none", "typ": "at+jwt", "kid": published.kid()});
     let alg_none = format!("{}.{}.", encode_part(&none_header), encode_part(&claims("alice")));
 
     // HS256 "signed" with the published public key as the HMAC secret.
@@ -75,7 +75,7 @@ fn forged_signatures() -> Vec<(&'static str, String)> {
         panic!("the EdDSA key is an OKP key");
     };
     let hs256 = jsonwebtoken::encode(
-        &header_with_kid(Algorithm::HS256, published.kid()),
+        &header_with_kid(Algorithm::HS256, Some(published.kid())),
         &claims("alice"),
         &EncodingKey::from_secret(public.x.as_bytes()),
     )
@@ -85,7 +85,8 @@ fn forged_signatures() -> Vec<(&'static str, String)> {
     let es_as_rs = {
         let token = keys().es256().sign(&claims("alice")).unwrap();
         let mut parts: Vec<String> = token.split('.').map(str::to_owned).collect();
-        parts[0] = encode_part(&json!({"alg": "RS256", "kid": keys().es256().kid()}));
+        parts[0] =
+            encode_part(&json!({"alg": "RS256", "typ": "at+jwt", "kid": keys().es256().kid()}));
         parts.join(".")
     };
 
@@ -103,8 +104,8 @@ fn forged_signatures() -> Vec<(&'static str, String)> {
         ("alg none", alg_none),
         ("HS256 with the public key", hs256),
         ("header alg differs from the key's", es_as_rs),
-        ("unknown kid", signed_as(&header_with_kid(Algorithm::EdDSA, "unknown-kid"), pem)),
-        ("no kid", signed_as(&Header::new(Algorithm::EdDSA), pem)),
+        ("unknown kid", signed_as(&header_with_kid(Algorithm::EdDSA, Some("unknown-kid")), pem)),
+        ("no kid", signed_as(&header_with_kid(Algorithm::EdDSA, None), pem)),
         ("payload swapped after signing", tampered),
     ]
 }
@@ -115,7 +116,7 @@ fn refused_headers() -> Vec<(&'static str, String)> {
     let published = keys().eddsa();
     // RFC 7515, section 4.1.11: an extension the verifier does not
     // understand, named critical.
-    let mut critical = header_with_kid(Algorithm::EdDSA, published.kid());
+    let mut critical = header_with_kid(Algorithm::EdDSA, Some(published.kid()));
     critical.crit = Some(vec!["https://plant-store.test/unknown".to_owned()]);
     vec![("crit names an unknown extension", signed_as(&critical, published.pkcs8_pem()))]
 }

@@ -5,7 +5,7 @@ use std::sync::OnceLock;
 
 use jsonwebtoken::Algorithm;
 use plant_store::auth::Verifier;
-use plant_store::config::TokenRules;
+use plant_store::config::{AccessTokenRule, TokenRules};
 use plant_store::jwks::KeySource;
 use plant_store_local_support::keys::{AUDIENCE, ISSUER, Issuer, SigningKey};
 
@@ -53,9 +53,8 @@ pub fn token_rules() -> TokenRules {
     TokenRules {
         issuer: ISSUER.into(),
         audience: Some(AUDIENCE.into()),
-        cognito_client_ids: Vec::new(),
+        access: AccessTokenRule::Typed("at+jwt".into()),
         scopes: None,
-        token_type: None,
     }
 }
 

@@ -9,6 +9,7 @@ pub mod forgeries;
 pub mod key_server;
 pub mod keys;
 pub mod moto;
+pub mod oidc_provider;
 pub mod response;
 pub mod sam_local;
 

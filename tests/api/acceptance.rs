@@ -7,7 +7,7 @@ use std::sync::Arc;
 use aws_sdk_cognitoidentityprovider::types::PasswordPolicyType;
 use lambda_http::http::StatusCode;
 use plant_store::auth::Verifier;
-use plant_store::config::{KeyConfig, KeyRefresh, TokenRules};
+use plant_store::config::{AccessTokenRule, KeyConfig, KeyRefresh, TokenRules};
 use plant_store::https::Https;
 use plant_store::jwks::KeySource;
 use plant_store_admin::acceptance;
@@ -110,13 +110,8 @@ async fn the_acceptance_suite_names_the_rule_an_api_breaks() {
 /// The function in Cognito mode for `pool`: its tokens' issuer, its app
 /// client, and its keys fetched from the pool's JWKS URL.
 async fn cognito_app(moto: &MotoCognito, pool: &Pool) -> TestApp {
-    let rules = TokenRules {
-        issuer: pool.issuer(),
-        audience: None,
-        cognito_client_ids: vec![pool.client_id.clone()],
-        scopes: None,
-        token_type: None,
-    };
+    let access = AccessTokenRule::Cognito(vec![pool.client_id.clone()]);
+    let rules = TokenRules { issuer: pool.issuer(), audience: None, access, scopes: None };
     let https = Https::new(&Default::default()).unwrap();
     let config = KeyConfig::Url { url: moto.jwks_url(pool), refresh: KeyRefresh::default() };
     let keys = KeySource::from_config(&config, &https).unwrap();

@@ -13,6 +13,7 @@ mod events;
 mod faults;
 mod hostile;
 mod logs;
+mod oidc;
 mod pagination;
 mod quota;
 mod remote_keys;

@@ -50,7 +50,7 @@ async fn remote_app_with(server: &KeyServer, refresh: KeyRefresh) -> TestApp {
 
 fn token_with_kid(key: &SigningKey, kid: &str) -> String {
     let mut header = Header::new(key.algorithm());
-    header.kid = Some(kid.to_owned());
+    (header.kid, header.typ) = (Some(kid.to_owned()), Some("at+jwt".into()));
     let encoding = EncodingKey::from_ed_pem(key.pkcs8_pem().as_bytes()).unwrap();
     jsonwebtoken::encode(&header, &claims("alice"), &encoding).unwrap()
 }
@@ -149,7 +149,7 @@ async fn symmetric_and_encryption_keys_in_the_set_are_never_used() {
     let app = remote_app(&server).await;
 
     let mut hmac_header = Header::new(Algorithm::HS256);
-    hmac_header.kid = Some("shared-secret".into());
+    (hmac_header.kid, hmac_header.typ) = (Some("shared-secret".into()), Some("at+jwt".into()));
     let hmac_token =
         jsonwebtoken::encode(&hmac_header, &claims("alice"), &EncodingKey::from_secret(secret))
             .unwrap();

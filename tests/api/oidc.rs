@@ -1,0 +1,83 @@
+//! A certified OpenID Provider, run here as its operator would run it
+//! (testkit's `oidc_provider`), in front of the function's binary: with
+//! `AUTH_ISSUER` and `AUTH_AUDIENCE` alone the keys are found by discovery,
+//! the provider's access tokens pass, its ID tokens (no `typ`, `nonce` or
+//! `at_hash`) never do, also where `AUTH_AUDIENCE` is the client id, and
+//! each refusal's reason is on the request's log line.
+
+use plant_store_testkit::oidc_provider::{CLIENT_ID, OidcProvider};
+use plant_store_testkit::runtime_api::LambdaProcess;
+use plant_store_testkit::{ApiGatewayEvent, TestApp, TestResponse};
+use serde_json::{Value, json};
+
+/// The API's audience at the provider: its resource indicator.
+const API: &str = "https://plants.example";
+
+/// The function with this issuer, audience and key set's URL (none: discovery).
+async fn function(app: &TestApp, issuer: &str, audience: &str, jwks: &str) -> LambdaProcess {
+    let vars = [
+        ("AUTH_ISSUER", issuer),
+        ("AUTH_AUDIENCE", audience),
+        ("AUTH_JWKS_URL", jwks),
+        ("AUTH_JWKS", ""),
+        ("AWS_LAMBDA_LOG_FORMAT", "JSON"),
+    ];
+    crate::start_function(app, &vars).await
+}
+
+/// The status of a GET (`post` false) or a POST with `token`, and the
+/// reason on its log line, or the cause on the ERROR line before it.
+async fn answer(function: &LambdaProcess, token: &str, post: bool) -> (u16, String) {
+    let authorization = format!("Bearer {token}");
+    let event = match post {
+        true => ApiGatewayEvent::create_plant(&authorization, r#"{"id": 1, "name": "Fern"}"#),
+        false => ApiGatewayEvent::list_plants(&authorization, ""),
+    };
+    let invoked = function.invoke(&event.event()).await;
+    let status = TestResponse::from_lambda_response(&invoked.response).status;
+    let lines = function.output().into_iter().filter_map(|line| serde_json::from_str(&line).ok());
+    let of_this: Vec<Value> = lines
+        .filter(|line: &Value| line["span"]["requestId"] == json!(invoked.request_id))
+        .collect();
+    let why = of_this.iter().find_map(|line| line.get("reason").or(line.get("detail")));
+    assert!(!function.output().concat().contains(token), "the token is in the log");
+    (status, why.and_then(Value::as_str).unwrap_or_default().to_owned())
+}
+
+#[tokio::test]
+async fn a_certified_providers_access_tokens_pass_and_its_id_tokens_never() {
+    let provider = OidcProvider::start(API);
+    let (issuer, alice) = (provider.issuer.clone(), provider.sign_in("alice").await);
+    let machine = provider.client_credentials().await;
+    let app = TestApp::new().await;
+
+    let found = function(&app, &issuer, API, "").await;
+    assert_eq!(answer(&found, &alice.access_token, true).await, (200, String::new()));
+    assert_eq!(answer(&found, &machine, false).await, (200, String::new()));
+    let (status, reason) = answer(&found, &alice.id_token, true).await;
+    assert_eq!((status, reason.as_str()), (401, "its typ None is not at+jwt (AUTH_TOKEN_TYPE)"));
+
+    // The client id as the audience, an easy mistake (it is an ID token's
+    // `aud`): the ID token is refused still, the access token for its `aud`.
+    let client_audience = function(&app, &issuer, CLIENT_ID, "").await;
+    let (status, reason) = answer(&client_audience, &alice.id_token, false).await;
+    assert_eq!((status, reason.as_str()), (401, "its typ None is not at+jwt (AUTH_TOKEN_TYPE)"));
+    let (status, reason) = answer(&client_audience, &alice.access_token, false).await;
+    let wanted = format!("its aud \"{API}\" does not hold AUTH_AUDIENCE \"{CLIENT_ID}\"");
+    assert_eq!((status, reason), (401, wanted));
+
+    // A trailing slash on the issuer: the discovery document names
+    // another, so its keys are not trusted (503); given the key set's URL,
+    // the token's `iss` is another (401).
+    let slashed = format!("{issuer}/");
+    let untrusted = function(&app, &slashed, API, "").await;
+    let (status, cause) = answer(&untrusted, &alice.access_token, false).await;
+    assert_eq!(status, 503, "{cause}");
+    let wanted = format!("its issuer \"{issuer}\" is not AUTH_ISSUER \"{slashed}\" exactly");
+    assert!(cause.contains(&wanted) && cause.contains("openid-configuration"), "{cause}");
+    let given = function(&app, &slashed, API, &format!("{issuer}/jwks")).await;
+    let (status, reason) = answer(&given, &alice.access_token, false).await;
+    let wanted = format!("its iss \"{issuer}\" is not AUTH_ISSUER \"{slashed}\"");
+    assert_eq!((status, reason), (401, wanted));
+    assert_eq!(app.stored_items().await, [json!({"owner": "alice", "id": 1, "name": "Fern"})]);
+}
