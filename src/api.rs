@@ -1,7 +1,9 @@
 //! The edge: one invocation from the event Lambda hands over to the answer
-//! in the event's format. Routes, content type, status codes and headers
-//! are here; the rules are the domain's, the reading and writing the
-//! store's. Each request writes one log line and one metrics line.
+//! in the event's format: the route (`route.rs`) and the token checked,
+//! content type, size and parameters read, the operation called, its
+//! outcome answered (`error.rs` maps each error to its status). The rules
+//! are the domain's, the reading and writing the store's. Each request
+//! writes one log line and one metrics line.
 
 use std::time::Instant;
 
@@ -72,7 +74,7 @@ impl PlantApi {
         let mut steps = Steps::default();
         let (route, outcome) = match &request {
             Ok(request) => {
-                let route = Route::resolve(request.method(), event::route_path(request));
+                let route = Route::resolve(request.method(), &event::route_path(request));
                 let deadline = Deadline::before(context.deadline);
                 let work = self.dispatch(request, route, deadline, &mut steps);
                 let outcome = xray::within(trace, work).instrument(invocation.clone()).await;

@@ -117,8 +117,10 @@ impl fmt::Display for PlantId {
 }
 
 /// Text of 1 to `MAX` characters, no control characters, and unless
-/// `BLANK_OK` not only whitespace: every text field of a plant.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+/// `BLANK_OK` not only whitespace: every text field of a plant, as a
+/// request gives it ([`Text::parse`]). Deserialized only from the table,
+/// whose text was accepted once and stays readable: no rule is checked again.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(transparent)]
 pub struct Text<const MAX: usize, const BLANK_OK: bool = true>(String);
 
@@ -158,7 +160,7 @@ impl<const MAX: usize, const BLANK_OK: bool> Field for Text<MAX, BLANK_OK> {
 /// A Plant as the API answers it and the table stores it: the id is never
 /// echoed, and an absent field is left out rather than sent as `null`.
 /// Adding a field is a line here and one in [`Plant::read`].
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Plant {
     pub name: PlantName,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -166,8 +168,8 @@ pub struct Plant {
 }
 
 impl Plant {
-    /// Reads each field from `fields`, with its own error.
-    pub fn read(fields: &mut Fields) -> Result<Self, PlantError> {
+    /// Reads each field of a request from `fields`, with its own error.
+    fn read(fields: &mut Fields) -> Result<Self, PlantError> {
         Ok(Self { name: fields.required("name")?, tag: fields.optional("tag")? })
     }
 }
@@ -212,11 +214,6 @@ pub struct Fields {
 }
 
 impl Fields {
-    /// The members of a stored item, as JSON.
-    pub fn of(members: Map<String, Value>) -> Self {
-        Self { members, repeated: Vec::new() }
-    }
-
     fn take(&mut self, field: &'static str) -> Result<Option<Value>, PlantError> {
         if self.repeated.iter().any(|name| name == field) {
             return Err(PlantError::DuplicateField(field));
@@ -331,13 +328,6 @@ impl Cursor {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn a_limit_has_at_most_the_digits_of_the_most() {
-        assert_eq!(Limit::parse(&LIMIT_MAX.to_string()), Some(Limit(LIMIT_MAX)));
-        assert_eq!(Limit::parse("0010"), Some(Limit(10)));
-        assert_eq!(Limit::parse(&format!("0{LIMIT_MAX}")), None);
-    }
 
     #[test]
     fn cursors_round_trip_and_refuse_malformed_text() {

@@ -7,6 +7,8 @@
 //! flagged base64 that is not) and so fails the invocation: here every
 //! event becomes a request or a 400 naming the problem (docs/contract.md).
 
+use std::borrow::Cow;
+
 use aws_lambda_events::apigw::{
     ApiGatewayProxyRequest, ApiGatewayProxyResponse, ApiGatewayV2httpRequest,
     ApiGatewayV2httpResponse,
@@ -173,6 +175,7 @@ fn v1_request(event: ApiGatewayProxyRequest) -> Result<Request, ApiError> {
     let body = body(event.body, event.is_base64_encoded)?;
     Ok(request(event.http_method, uri, headers, body)
         .with_raw_http_path(raw_path)
+        .with_path_parameters(event.path_parameters)
         .with_query_string_parameters(query)
         .with_request_context(RequestContext::ApiGatewayV1(event.request_context)))
 }
@@ -189,6 +192,7 @@ fn v2_request(event: ApiGatewayV2httpRequest) -> Result<Request, ApiError> {
     let body = body(event.body, event.is_base64_encoded)?;
     Ok(request(method, uri, event.headers, body)
         .with_raw_http_path(raw_path)
+        .with_path_parameters(event.path_parameters)
         .with_query_string_parameters(query)
         .with_request_context(RequestContext::ApiGatewayV2(event.request_context)))
 }
@@ -245,12 +249,13 @@ fn body(body: Option<String>, is_base64_encoded: bool) -> Result<Body, ApiError>
 }
 
 /// The path the route is matched on. Where API Gateway matched a route of
-/// its own, that route's path: an HTTP API's `routeKey` (`GET /plants`), a
-/// REST API's resource path; so that a custom domain's API mapping (`/v1`,
-/// kept in the event's path) changes nothing. Otherwise (the `$default`
-/// route, a greedy `{proxy+}`, a function URL) the event's own path,
-/// without API Gateway's stage prefix and a trailing slash.
-pub fn route_path(request: &Request) -> &str {
+/// its own, that route's path: an HTTP API's `routeKey` (`ANY /{proxy+}`), a
+/// REST API's resource path, with a greedy `{name+}` replaced by the value
+/// API Gateway gives it in `pathParameters`; so that a custom domain's API
+/// mapping (`/v1`, kept in the event's path) changes nothing. Otherwise (the
+/// `$default` route, a function URL) the event's own path, without API
+/// Gateway's stage prefix. Either without a trailing slash.
+pub fn route_path(request: &Request) -> Cow<'_, str> {
     let (matched, stage) = match request.request_context_ref() {
         Some(RequestContext::ApiGatewayV2(context)) => (
             context.route_key.as_deref().and_then(|key| Some(key.split_once(' ')?.1)),
@@ -261,20 +266,29 @@ pub fn route_path(request: &Request) -> &str {
         }
         _ => (None, None),
     };
-    if let Some(path) = matched.filter(|path| !path.contains("+}")) {
-        return path;
-    }
-    let raw = match request.raw_http_path() {
-        "" => request.uri().path(),
-        raw => raw,
+    let path = match matched {
+        // A greedy `{name+}` (the last segment): what it matched.
+        Some(path) => match path.rsplit_once('{').filter(|(_, greedy)| greedy.ends_with("+}")) {
+            Some((prefix, greedy)) => {
+                let parameters = request.path_parameters_ref();
+                let matched = parameters.and_then(|found| found.first(&greedy[..greedy.len() - 2]));
+                Cow::Owned(format!("{prefix}{}", matched.unwrap_or_default()))
+            }
+            None => Cow::Borrowed(path),
+        },
+        None => {
+            let raw = match request.raw_http_path() {
+                "" => request.uri().path(),
+                raw => raw,
+            };
+            let unstaged = stage.and_then(|stage| raw.strip_prefix('/')?.strip_prefix(stage));
+            let unstaged = unstaged.filter(|rest| rest.len() > 1 && rest.starts_with('/'));
+            Cow::Borrowed(unstaged.unwrap_or(raw))
+        }
     };
-    let unstaged = stage
-        .and_then(|stage| raw.strip_prefix('/')?.strip_prefix(stage))
-        .filter(|rest| rest.len() > 1 && rest.starts_with('/'))
-        .unwrap_or(raw);
-    match unstaged.strip_suffix('/') {
-        Some(trimmed) if !trimmed.is_empty() => trimmed,
-        _ => unstaged,
+    match path.strip_suffix('/') {
+        Some(trimmed) if !trimmed.is_empty() => Cow::Owned(trimmed.to_owned()),
+        _ => path,
     }
 }
 

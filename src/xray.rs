@@ -106,7 +106,7 @@ impl Call {
     }
 
     /// Ends the call with the status it got (`None`: no usable answer, a
-    /// fault), or a throttle, and sends it if sampled.
+    /// fault), or a throttle, and sends it if sampled (once).
     pub fn end(&mut self, status: Option<u16>, throttled: bool) {
         if !self.sampled() {
             return;
@@ -124,6 +124,16 @@ impl Call {
         if let (Value::Object(document), Value::Object(ended)) = (&mut self.document, ended) {
             document.extend(ended);
             send(document);
+        }
+        self.document = Value::Null;
+    }
+}
+
+impl Drop for Call {
+    /// A call dropped before it ended, cut at its request's deadline: a fault.
+    fn drop(&mut self) {
+        if !self.document.is_null() {
+            self.end(None, false);
         }
     }
 }

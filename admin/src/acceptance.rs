@@ -1,6 +1,6 @@
 //! The acceptance suite: the contract checked end to end over HTTP against
 //! any deployment, as two owners; it stops at the first broken rule, names
-//! it, and never prints a token. What it writes stays (there is no DELETE),
+//! it, and never prints a token. What it writes stays in the table,
 //! under ids and names unique to the run, as its [`Report`] says.
 
 use std::time::{SystemTime, UNIX_EPOCH};

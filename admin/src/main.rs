@@ -109,7 +109,7 @@ async fn acceptance(url: &str, cognito: Option<(String, String)>) -> Result<(), 
             acceptance::run(url, &a, &b).await
         }
     };
-    println!("left in the table (the interface has no DELETE):");
+    println!("left in the table:");
     for line in &report.left_behind {
         println!("  {line}");
     }

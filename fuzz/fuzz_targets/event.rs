@@ -77,6 +77,10 @@ fn event(setup: &Setup, input: &mut Unstructured) -> Result<Value> {
     }
     let body: Option<String> = input.arbitrary()?;
     let base64: bool = input.arbitrary()?;
+    // What API Gateway's greedy route matched: any text.
+    if shape < 2 {
+        event["pathParameters"] = json!({"proxy": input.arbitrary::<String>()?});
+    }
     if shape == 0 {
         let query: Vec<(String, String)> = input.arbitrary()?;
         let mut single = serde_json::Map::new();

@@ -1,5 +1,5 @@
 //! The one HTTP/1.1 server of the stand-ins (the Runtime API, the fault
-//! proxy, the key server): hyper on 127.0.0.1, a task per connection,
+//! proxy): hyper on 127.0.0.1, a task per connection,
 //! keep-alive as clients expect.
 
 use std::convert::Infallible;

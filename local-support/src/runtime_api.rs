@@ -30,6 +30,8 @@ struct Pending {
     request_id: String,
     trace_id: String,
     event: String,
+    /// The invocation's time: its deadline, from when it is handed out.
+    timeout: Duration,
 }
 
 /// What the function returned for an invocation.
@@ -163,6 +165,15 @@ impl LambdaProcess {
 
     /// [`Self::invoke`], with X-Ray's sampling decision `sampled`.
     pub async fn invoke_sampled(&self, event: &str, sampled: bool) -> Invoked {
+        self.invoke_with(event, sampled, ANSWER_TIMEOUT).await
+    }
+
+    /// [`Self::invoke`], with its deadline `timeout` after it is handed out.
+    pub async fn invoke_within(&self, event: &str, timeout: Duration) -> Invoked {
+        self.invoke_with(event, true, timeout).await
+    }
+
+    async fn invoke_with(&self, event: &str, sampled: bool, timeout: Duration) -> Invoked {
         let number = self.next_id.fetch_add(1, Ordering::SeqCst);
         let request_id = format!("00000000-0000-4000-8000-{number:012}");
         let trace_id = format!(
@@ -181,6 +192,7 @@ impl LambdaProcess {
                 request_id: request_id.clone(),
                 trace_id: trace_id.clone(),
                 event: event.to_owned(),
+                timeout,
             })
             .unwrap();
         let (duration, answer) = tokio::time::timeout(ANSWER_TIMEOUT, answer)
@@ -338,7 +350,7 @@ async fn next_invocation(state: &State) -> hyper::Response<crate::http_server::B
     }
     let in_flight = state.in_flight.fetch_add(1, Ordering::SeqCst) + 1;
     state.max_in_flight.fetch_max(in_flight, Ordering::SeqCst);
-    let deadline_ms = (UNIX_EPOCH.elapsed().unwrap() + ANSWER_TIMEOUT).as_millis();
+    let deadline_ms = (UNIX_EPOCH.elapsed().unwrap() + pending.timeout).as_millis();
     let headers = [
         ("content-type", "application/json".to_owned()),
         ("lambda-runtime-aws-request-id", pending.request_id),

@@ -15,7 +15,7 @@ use aws_sdk_dynamodb::types::{AttributeValue, KeyType, ScalarAttributeType};
 use serde_json::{Map, Value};
 
 use crate::domain::limits::MAX_SUBJECT_BYTES;
-use crate::domain::{Fields, NewPlant, Owner, Plant, PlantId};
+use crate::domain::{NewPlant, Owner, Plant, PlantId};
 
 /// An item as the SDK reads and writes it.
 pub type Item = HashMap<String, AttributeValue>;
@@ -63,8 +63,10 @@ pub(super) fn plant_item(owner: &Owner, new: &NewPlant) -> Item {
     item
 }
 
-/// Reads a stored item back through the domain's constructors: the table
-/// is trusted no more than a request body. The error says what is wrong.
+/// Reads a stored item back as a Plant by its shape (each field of its
+/// type), not by today's rules for a request: what was accepted once stays
+/// readable when a rule tightens (docs/contract.md). The error says what is
+/// wrong.
 pub(super) fn plant_from_item(item: &Item) -> Result<Plant, String> {
     let fields: Map<String, Value> = item
         .iter()
@@ -78,7 +80,7 @@ pub(super) fn plant_from_item(item: &Item) -> Result<Plant, String> {
             (name.clone(), value)
         })
         .collect();
-    Plant::read(&mut Fields::of(fields)).map_err(|error| format!("stored item: {error}"))
+    serde_json::from_value(Value::Object(fields)).map_err(|error| format!("stored item: {error}"))
 }
 
 /// A partition that no token can name (longer than any [`Owner`]), for a
@@ -129,15 +131,15 @@ mod tests {
     }
 
     #[test]
-    fn a_plant_is_stored_as_its_fields_and_read_back_through_the_domain() {
+    fn a_plant_is_stored_as_its_fields_and_read_back_by_its_shape() {
         let new = NewPlant::from_json(br#"{"id": 7, "name": "Fern", "tag": "green"}"#).unwrap();
         let item = plant_item(&Owner::parse("alice".into()).unwrap(), &new);
         assert_eq!((item.len(), &item["tag"]), (4, &AttributeValue::S("green".into())));
         assert_eq!(plant_id(&item), Some(PlantId::new(7)));
         assert_eq!(plant_from_item(&item), Ok(new.plant));
         let mut corrupt = item;
-        corrupt.insert("name".into(), AttributeValue::S(String::new()));
-        assert!(plant_from_item(&corrupt).unwrap_err().contains("`name`"));
+        corrupt.insert("name".into(), AttributeValue::N("7".into()));
+        assert!(plant_from_item(&corrupt).unwrap_err().contains("expected a string"));
         // Only an int64 id is a plant's.
         for stray in ["9223372036854775808", "1.5"] {
             corrupt.insert(ID.name.into(), AttributeValue::N(stray.into()));

@@ -58,7 +58,9 @@ impl Deadline {
     }
 
     /// `work`, or [`StoreError::Unavailable`] when the deadline passes first
-    /// (the work is dropped: see the module's comment for what that leaves).
+    /// (the work is dropped; its call is recorded as an X-Ray fault, and a
+    /// create cut between its writes leaves the count one high:
+    /// docs/contract.md).
     async fn run<T>(
         self,
         work: impl Future<Output = Result<T, StoreError>>,
@@ -138,7 +140,7 @@ impl PlantStore {
     /// overwrites) or already has the most plants allowed; every call within
     /// `deadline`. A stored plant of that id is always answered, at the
     /// bound too, so that a retry of a stored plant is never refused for the
-    /// bound. The module's comment says how the bound stays strict.
+    /// bound. docs/contract.md says how the bound stays strict.
     pub async fn create(
         &self,
         owner: &Owner,

@@ -113,7 +113,7 @@ async fn limit_defaults_to_100_and_allows_up_to_1000() {
     for id in 0..101 {
         app.create("alice", json!({"id": id, "name": "p"})).await;
     }
-    for (query, plants) in [("", 100), ("limit=1000", 101), ("limit=1", 1)] {
+    for (query, plants) in [("", 100), ("limit=1000", 101), ("limit=1", 1), ("limit=0010", 10)] {
         let listed = app.get(&bearer("alice"), query).await;
         assert_eq!(listed.body.as_array().unwrap().len(), plants, "{query:?}");
     }
@@ -141,7 +141,7 @@ async fn a_json_content_type_in_any_case_or_none_is_read_as_json() {
 #[tokio::test]
 async fn unknown_paths_get_404_and_other_methods_405_with_allow() {
     let app = TestApp::new().await;
-    for path in ["/", "/plant", "/plants/7", "/plantsx", "/v1/plants"] {
+    for path in ["/", "/plant", "/plantsx", "/v1/plants"] {
         let request = ApiGatewayEvent::new("GET", path).header("authorization", &bearer("alice"));
         app.send(request).await.assert_error(404, "path");
     }
@@ -185,6 +185,30 @@ async fn an_unexpected_store_error_is_a_generic_500_that_leaks_nothing() {
             assert!(!body.contains(secret), "500 body leaks {secret:?}: {body}");
         }
     }
+}
+
+#[tokio::test]
+async fn a_stored_plant_stays_readable_when_a_rule_is_tightened() {
+    use aws_sdk_dynamodb::types::AttributeValue::{N, S};
+    use plant_store::domain::limits::{NAME_MAX_CHARS, TAG_MAX_CHARS};
+    // Items as an earlier rule let them be stored: over today's limits,
+    // blank, with an attribute no Plant has.
+    let app = TestApp::new().await;
+    let (name, tag) = ("n".repeat(NAME_MAX_CHARS + 44), "t".repeat(TAG_MAX_CHARS + 36));
+    let items =
+        [(1, [("name", name.as_str()), ("tag", &tag)]), (2, [("name", " "), ("color", "red")])];
+    for (id, fields) in items {
+        let put = app.client.put_item().table_name(&app.table).item("owner", S("alice".into()));
+        let put = fields.iter().fold(put.item("id", N(id.to_string())), |put, (field, value)| {
+            put.item(*field, S((*value).to_owned()))
+        });
+        put.send().await.unwrap();
+    }
+    let listed = app.get(&bearer("alice"), "").await;
+    assert_eq!(
+        (listed.status, listed.body),
+        (200, json!([{"name": name, "tag": tag}, {"name": " "}]))
+    );
 }
 
 /// Lambda's limit on a synchronous invocation's response payload: 6 MB.

@@ -166,24 +166,22 @@ fn list() -> ApiGatewayEvent {
 /// that pass before the one that hangs, and the answer's status.
 type Hang = (&'static str, u32, i64, fn() -> ApiGatewayEvent, usize, u16);
 
-fn hangs() -> [Hang; 5] {
-    [
-        // The count taken, the put hangs: 503, the count one high.
-        ("create: the put", BOUND, 0, create_new, 1, 503),
-        // The only call, with the bound off.
-        ("create without the bound", 0, 0, create_new, 0, 503),
-        // At the bound, the read that tells a retry from the bound hangs.
-        ("create at the bound: the read", BOUND, 3, create_new, 1, 503),
-        // The id is taken and the count is given back: that hangs, and the
-        // answer (409) is given at the deadline.
-        ("create of a taken id: the give-back", BOUND, 1, create_clash, 2, 409),
-        ("list", BOUND, 1, list, 0, 503),
-    ]
-}
+const HANGS: &[Hang] = &[
+    // The count taken, the put hangs: 503, the count one high.
+    ("create: the put", BOUND, 0, create_new, 1, 503),
+    // The only call, with the bound off.
+    ("create without the bound", 0, 0, create_new, 0, 503),
+    // At the bound, the read that tells a retry from the bound hangs.
+    ("create at the bound: the read", BOUND, 3, create_new, 1, 503),
+    // The id is taken and the count is given back: that hangs, and the
+    // answer (409) is given at the deadline.
+    ("create of a taken id: the give-back", BOUND, 1, create_clash, 2, 409),
+    ("list", BOUND, 1, list, 0, 503),
+];
 
 #[tokio::test]
 async fn every_operation_ends_inside_the_budget_when_its_next_call_hangs() {
-    for (case, bound, seeded, request, calls_before, status) in hangs() {
+    for &(case, bound, seeded, request, calls_before, status) in HANGS {
         // Seeding makes a put per plant, and a count update with the bound.
         let seeding = usize::try_from(seeded).unwrap() * if bound == 0 { 1 } else { 2 };
         let first = vec![Fault::PassThrough; seeding + calls_before];

@@ -3,6 +3,7 @@
 //! invocation's header, also concurrently; `Sampled=0` sends nothing.
 
 use std::collections::{HashMap, HashSet};
+use std::time::Duration;
 
 use plant_store::store::MAX_ATTEMPTS;
 use plant_store_testkit::fault_proxy::{Fault, FaultProxy};
@@ -127,6 +128,28 @@ async fn a_failing_or_throttled_call_is_recorded_with_its_retries_and_flags() {
         assert_eq!(flags(call), expected, "{call}");
         assert!(app.stored_items().await.is_empty());
     }
+}
+
+#[tokio::test]
+async fn a_call_cut_at_the_invocations_deadline_is_a_fault() {
+    let app = TestApp::new().await;
+    // The warm-up at init passes; then DynamoDB accepts and never answers.
+    let proxy =
+        FaultProxy::start(&TestApp::dynamodb_url(), &[Fault::PassThrough], Fault::Hang).await;
+    let daemon = XRayDaemon::start().await;
+    let function = start_function(&app, &daemon, Some(&proxy.url), &[]).await;
+    // 1.5 s left: the request's deadline (1.2 s) comes before the SDK's
+    // own timeouts end the call (three attempts of 1 s).
+    let list = ApiGatewayEvent::list_plants(&bearer("alice"), "");
+    let invoked = function.invoke_within(&list.event(), Duration::from_millis(1500)).await;
+    TestResponse::from_lambda_response(&invoked.response).assert_error(503, "");
+    assert!(invoked.duration < Duration::from_millis(1500), "{:?}", invoked.duration);
+    let documents = documents_of(&daemon, &invoked, 1).await;
+    assert_eq!(
+        (&documents[0]["aws"]["operation"], flags(&documents[0])),
+        (&json!("Query"), [false, false, true])
+    );
+    assert_eq!(documents[0]["http"], Value::Null, "no answer came");
 }
 
 #[tokio::test]
