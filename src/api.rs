@@ -148,7 +148,7 @@ impl PlantApi {
                 return Err(ApiError::TooManyPlants(max));
             }
         }
-        Ok(json_response(StatusCode::OK, &new.plant)?)
+        Ok(json_response(StatusCode::OK, &new.plant))
     }
 
     async fn list_plants(
@@ -164,7 +164,7 @@ impl PlantApi {
         let after = cursor.map(|cursor| cursor.after);
         let listed = self.store.list(owner, limit, after, deadline);
         let page = timed(&mut steps.store, listed).await?;
-        let mut response = json_response(StatusCode::OK, &page.plants)?;
+        let mut response = json_response(StatusCode::OK, &page.plants);
         if let Some(after) = page.next_after {
             // RFC 8288, relative to the path as the caller saw it.
             let next = format!(

@@ -10,7 +10,7 @@ use lambda_http::{Body, Response};
 use crate::auth::AuthError;
 use crate::domain::limits::{LIMIT_MAX, MAX_BODY_BYTES, echoed};
 use crate::domain::{Conflict, PlantError, PlantId};
-use crate::response::json_text_response;
+use crate::response::json_response;
 use crate::store::StoreError;
 
 const CHALLENGE: &str = r#"Bearer realm="plants""#;
@@ -115,9 +115,8 @@ impl ApiError {
     /// The answer: the status, the Error body and the header.
     pub fn into_response(self) -> Response<Body> {
         let (status, header) = self.status_and_header();
-        // A JSON value's text cannot fail, unlike serialising a type.
         let body = serde_json::json!({ "error": status.as_u16(), "message": self.to_string() });
-        let mut response = json_text_response(status, body.to_string());
+        let mut response = json_response(status, &body);
         if let Some((name, value)) = header {
             response.headers_mut().insert(name, value);
         }
@@ -141,48 +140,11 @@ impl From<Conflict> for ApiError {
     }
 }
 
-impl From<serde_json::Error> for ApiError {
-    fn from(error: serde_json::Error) -> Self {
-        Self::Internal(format!("the response could not be serialised: {error}"))
-    }
-}
-
 impl From<StoreError> for ApiError {
     fn from(error: StoreError) -> Self {
         match error {
             StoreError::Unavailable(detail) => Self::Unavailable(detail),
             StoreError::Unexpected(detail) => Self::Internal(detail),
         }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use serde::ser::{Error, Serialize, Serializer};
-
-    use super::*;
-    use crate::response::json_response;
-
-    /// A body whose serialisation fails.
-    struct Unserialisable;
-
-    impl Serialize for Unserialisable {
-        fn serialize<S: Serializer>(&self, _serializer: S) -> Result<S::Ok, S::Error> {
-            Err(S::Error::custom("cannot"))
-        }
-    }
-
-    #[test]
-    fn a_body_that_cannot_be_serialised_is_a_500_with_the_error_body() {
-        let error = ApiError::from(json_response(StatusCode::OK, &Unserialisable).unwrap_err());
-        assert!(error.log_detail().unwrap().contains("cannot"));
-        let response = error.into_response();
-        assert_eq!(response.status(), StatusCode::INTERNAL_SERVER_ERROR);
-        let Body::Text(body) = response.body() else {
-            panic!("a text body");
-        };
-        let wanted =
-            r#"{"error":500,"message":"An unexpected error occurred; it has been logged."}"#;
-        assert_eq!(body, wanted);
     }
 }

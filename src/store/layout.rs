@@ -129,21 +129,4 @@ mod tests {
         }
         assert_ne!(counter_partition("a~"), counter_partition("a"));
     }
-
-    #[test]
-    fn a_plant_is_stored_as_its_fields_and_read_back_by_its_shape() {
-        let new = NewPlant::from_json(br#"{"id": 7, "name": "Fern", "tag": "green"}"#).unwrap();
-        let item = plant_item(&Owner::parse("alice".into()).unwrap(), &new);
-        assert_eq!((item.len(), &item["tag"]), (4, &AttributeValue::S("green".into())));
-        assert_eq!(plant_id(&item), Some(PlantId::new(7)));
-        assert_eq!(plant_from_item(&item), Ok(new.plant));
-        let mut corrupt = item;
-        corrupt.insert("name".into(), AttributeValue::N("7".into()));
-        assert!(plant_from_item(&corrupt).unwrap_err().contains("expected a string"));
-        // Only an int64 id is a plant's.
-        for stray in ["9223372036854775808", "1.5"] {
-            corrupt.insert(ID.name.into(), AttributeValue::N(stray.into()));
-            assert_eq!(plant_id(&corrupt), None, "{stray}");
-        }
-    }
 }

@@ -334,28 +334,3 @@ impl From<Put> for Result<Created, StoreError> {
         }
     }
 }
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[tokio::test]
-    async fn a_deadline_is_the_invocations_less_the_margin_and_at_most_the_budget() {
-        let now_ms = SystemTime::now().duration_since(UNIX_EPOCH).unwrap().as_millis() as u64;
-        let left = |invocation_ms| {
-            let deadline: Deadline = Deadline::before(invocation_ms);
-            deadline.0.saturating_duration_since(tokio::time::Instant::now())
-        };
-        let near = |left: Duration, wanted: Duration| {
-            assert!(left.abs_diff(wanted) < Duration::from_millis(50), "{left:?}, {wanted:?}");
-        };
-        // No deadline, or one already past (an emulator's): the budget.
-        for invocation_ms in [0, 600_000, now_ms - 1] {
-            near(left(invocation_ms), STORE_BUDGET);
-        }
-        // Lambda's: what is left, less the margin, within the budget.
-        near(left(now_ms + 10_000), STORE_BUDGET);
-        near(left(now_ms + 1_500), Duration::from_millis(1_500) - ANSWER_MARGIN);
-        near(left(now_ms + 100), Duration::ZERO);
-    }
-}

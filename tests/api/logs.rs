@@ -39,11 +39,7 @@ async fn each_request_logs_one_json_line_and_one_metrics_line() {
     let refused = lines.iter().find(|line| line["status"] == 409).unwrap();
     assert!(refused["error"].as_str().unwrap().contains("maximum of 1 plants"), "{refused}");
     // One EMF line per request, and only the bound's refusal counts as one.
-    let metrics: Vec<_> = (lines.iter().filter(|line| line.get("_aws").is_some()))
-        .map(|line| {
-            (line["Route"].clone(), line["StatusClass"].clone(), line["BoundRefusals"].clone())
-        })
-        .collect();
+    let metrics = metrics_lines(&lines);
     let route = |method: &str| json!(format!("{method} /plants"));
     assert_eq!(
         metrics,
@@ -54,6 +50,23 @@ async fn each_request_logs_one_json_line_and_one_metrics_line() {
             (route("GET"), json!("2xx"), json!(0)),
         ]
     );
+}
+
+/// Each EMF line's route, status class and bound refusals; each with a value
+/// for every dimension and metric its directive declares.
+fn metrics_lines(lines: &[Value]) -> Vec<(Value, Value, Value)> {
+    let emf = lines.iter().filter(|line| line.get("_aws").is_some());
+    let summary = emf.map(|line| {
+        let directive = &line["_aws"]["CloudWatchMetrics"][0];
+        let sets = directive["Dimensions"].as_array().unwrap().iter();
+        let dimensions = sets.flat_map(|set| set.as_array().unwrap());
+        let metrics = directive["Metrics"].as_array().unwrap().iter().map(|metric| &metric["Name"]);
+        for name in dimensions.chain(metrics) {
+            assert!(line.get(name.as_str().unwrap()).is_some(), "{name}: {line}");
+        }
+        (line["Route"].clone(), line["StatusClass"].clone(), line["BoundRefusals"].clone())
+    });
+    summary.collect()
 }
 
 /// Each request line's request id, trace id, method, status and whether it

@@ -47,22 +47,22 @@ async fn answer(function: &LambdaProcess, token: &str, post: bool) -> (u16, Stri
 #[tokio::test]
 async fn a_certified_providers_access_tokens_pass_and_its_id_tokens_never() {
     let provider = OidcProvider::start(API);
-    let (issuer, alice) = (provider.issuer.clone(), provider.sign_in("alice").await);
-    let machine = provider.client_credentials().await;
+    let (issuer, machine) = (provider.issuer.clone(), &provider.machine);
+    let (access, id) = (&provider.access, &provider.id);
     let app = TestApp::new().await;
 
     let found = function(&app, &issuer, API, "").await;
-    assert_eq!(answer(&found, &alice.access_token, true).await, (200, String::new()));
-    assert_eq!(answer(&found, &machine, false).await, (200, String::new()));
-    let (status, reason) = answer(&found, &alice.id_token, true).await;
+    assert_eq!(answer(&found, access, true).await, (200, String::new()));
+    assert_eq!(answer(&found, machine, false).await, (200, String::new()));
+    let (status, reason) = answer(&found, id, true).await;
     assert_eq!((status, reason.as_str()), (401, "its typ None is not at+jwt (AUTH_TOKEN_TYPE)"));
 
     // The client id as the audience, an easy mistake (it is an ID token's
     // `aud`): the ID token is refused still, the access token for its `aud`.
     let client_audience = function(&app, &issuer, CLIENT_ID, "").await;
-    let (status, reason) = answer(&client_audience, &alice.id_token, false).await;
+    let (status, reason) = answer(&client_audience, id, false).await;
     assert_eq!((status, reason.as_str()), (401, "its typ None is not at+jwt (AUTH_TOKEN_TYPE)"));
-    let (status, reason) = answer(&client_audience, &alice.access_token, false).await;
+    let (status, reason) = answer(&client_audience, access, false).await;
     let wanted = format!("its aud \"{API}\" does not hold AUTH_AUDIENCE \"{CLIENT_ID}\"");
     assert_eq!((status, reason), (401, wanted));
 
@@ -71,12 +71,12 @@ async fn a_certified_providers_access_tokens_pass_and_its_id_tokens_never() {
     // the token's `iss` is another (401).
     let slashed = format!("{issuer}/");
     let untrusted = function(&app, &slashed, API, "").await;
-    let (status, cause) = answer(&untrusted, &alice.access_token, false).await;
+    let (status, cause) = answer(&untrusted, access, false).await;
     assert_eq!(status, 503, "{cause}");
     let wanted = format!("its issuer \"{issuer}\" is not AUTH_ISSUER \"{slashed}\" exactly");
     assert!(cause.contains(&wanted) && cause.contains("openid-configuration"), "{cause}");
     let given = function(&app, &slashed, API, &format!("{issuer}/jwks")).await;
-    let (status, reason) = answer(&given, &alice.access_token, false).await;
+    let (status, reason) = answer(&given, access, false).await;
     let wanted = format!("its iss \"{issuer}\" is not AUTH_ISSUER \"{slashed}\"");
     assert_eq!((status, reason), (401, wanted));
     assert_eq!(app.stored_items().await, [json!({"owner": "alice", "id": 1, "name": "Fern"})]);
