@@ -1,31 +1,24 @@
-"""What template.yaml must keep that no linter can check (cfn-lint's custom
+"""What template.yaml must keep that no linter checks (cfn-lint's custom
 rules, tests/template-rules.txt, and Checkov check the rest):
 
-- The function's IAM policy and the DynamoDB endpoint's policy each allow
-  exactly the DynamoDB actions the function's code calls (read from src/),
-  on the plants table only, and the template defines no other IAM.
-- Every deploy is gradual and reversible: the function publishes the alias
-  `live`, its deployment type is the DeploymentType parameter, and the
-  function's errors, its 5xx and the API's 5xx alarms roll a deployment
-  back; each is a rate over a minimum of requests, evaluated here as
-  CloudWatch would: a handful of failing requests never trips one, a
-  version failing every request does.
-- The table and the user pool outlive the stack (retained on deletion and
-  on replacement), CORS is off by default, and the template deploys the
-  code's default bound on plants per owner.
-- openapi.yaml's operations are the route table's (src/route.rs), and the
-  template routes every path to the function, which answers each itself.
-- In each compute type and deployment type, SAM translates the template
-  (after AWS::LanguageExtensions, as the SAM CLI emulates it) into what
-  that mode needs: the API calls the alias, CodeDeploy shifts it and rolls
-  it back on those alarms, and no resource depends on itself (cfn-lint
-  does not see cycles that only the SAM transform creates).
+- The function's IAM policy and the DynamoDB endpoint's allow exactly the
+  DynamoDB actions the code calls (read from src/), on the table alone, and
+  the template defines no other IAM; openapi.yaml's operations are the
+  route table's (src/route.rs).
+- Every deploy is gradual and reversible: the alias `live`, the
+  DeploymentType parameter, and the function's errors, its 5xx and the
+  API's 5xx rolling a deployment back, each a rate over a minimum of
+  requests, evaluated as CloudWatch would (a handful of failures never
+  trips one, a version failing every request does).
+- The table and the user pool are retained, CORS is off by default, and the
+  default bound on plants per owner is the code's.
+- In each mode, SAM translates the template (after AWS::LanguageExtensions,
+  as the SAM CLI emulates it) into what that mode needs, with no resource
+  depending on itself (cfn-lint does not see the SAM transform's cycles).
 
-Each check also runs on copies of the template with one protection removed
-or widened, and must fail there (`MutationsAreCaught`).
-
-Run: python3 tests/template_test.py (scripts/test runs it with the venv that
-has cfn-lint and the SAM CLI).
+Each check also runs on copies with one protection removed or widened, and
+must fail there (`MutationsAreCaught`). Run: python3 tests/template_test.py
+(scripts/test runs it with the venv that has cfn-lint and the SAM CLI).
 """
 
 import copy
@@ -216,9 +209,6 @@ def other_problems(template):
     routes, documented = operations((ROOT / "src/route.rs").read_text(), load_openapi())
     if not routes or routes != documented:
         problems.append(f"the routes {sorted(routes)} are not openapi.yaml's {sorted(documented)}")
-    events = template["Resources"][FUNCTION]["Properties"]["Events"].values()
-    if sorted(e["Properties"]["Path"] for e in events) != ["$default", "/{proxy+}"]:
-        problems.append("not every path reaches the function: the greedy route and $default")
     for name in (TABLE, "UserPool"):
         resource = template["Resources"][name]
         if resource.get("DeletionPolicy") != "Retain" or resource.get("UpdateReplacePolicy") != "Retain":
@@ -286,7 +276,6 @@ MUTATIONS = {
         Default="https://app.example.com"
     ),
     "another default bound": lambda t: t["Parameters"]["MaxPlantsPerOwner"].update(Default=5),
-    "a route per path": lambda t: function(t)["Events"]["Api"]["Properties"].update(Path="/plants"),
 }
 
 

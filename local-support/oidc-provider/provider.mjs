@@ -1,12 +1,10 @@
 // A certified OpenID Provider (panva's oidc-provider) on 127.0.0.1, set up
-// as its operator's guide says for an API of JWT access tokens: the API is
-// a resource server (RFC 8707) whose access tokens are JWTs (RFC 9068,
-// `typ` at+jwt, `aud` API) granting plants/read and plants/write; one
-// confidential client with the authorization-code flow (PKCE) and client
-// credentials; an RSA signing key made at each start; any login signs in
-// (its development interactions). Once it listens, a client gets tokens
-// through both flows over HTTP and prints them as one JSON line.
-//   node provider.mjs PORT API
+// as its guide says for an API of JWT access tokens: the API a resource
+// server (RFC 8707) whose tokens are JWTs (RFC 9068) granting plants/read
+// and plants/write; one confidential client with both grants; an RSA key
+// made at start; any login signs in (development interactions). Once it
+// listens, a client gets tokens through both flows and prints them as one
+// JSON line.   node provider.mjs PORT API
 import Provider from "oidc-provider";
 import { createHash, generateKeyPairSync, randomBytes, randomUUID } from "node:crypto";
 

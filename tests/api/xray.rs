@@ -238,22 +238,6 @@ async fn without_a_daemon_address_nothing_is_traced_and_no_header_passed_on() {
     assert_eq!(request_line(&function)["span"]["traceId"], trace_field(&invoked, "Root="));
 }
 
-#[tokio::test]
-async fn a_daemon_that_is_not_there_changes_no_answer() {
-    let app = TestApp::new().await;
-    // A port that nothing listens on: the datagrams go nowhere.
-    let daemon = XRayDaemon::start().await;
-    let nowhere = daemon.address.clone();
-    drop(daemon);
-    let function = crate::start_function(&app, &[("AWS_XRAY_DAEMON_ADDRESS", &nowhere)]).await;
-    let event = ApiGatewayEvent::create_plant(&bearer("frank"), r#"{"id": 1, "name": "Fern"}"#);
-    let invoked = function.invoke(&event.event()).await;
-    assert_eq!(TestResponse::from_lambda_response(&invoked.response).status, 200);
-    assert_eq!(app.stored_items().await.len(), 1);
-    let output = function.output().join("\n");
-    assert!(!output.contains("ERROR"), "{output}");
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn thirty_two_invocations_at_once_each_trace_under_their_own_header() {
     let app = TestApp::new().await;

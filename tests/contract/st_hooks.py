@@ -1,24 +1,14 @@
-"""Schemathesis hooks for every contract run. Each leaves out one kind of
+"""Schemathesis hooks for every contract run: each leaves out one kind of
 generated input, says why, and names the test that covers it instead; no
 check is disabled.
 
-1. Bodies that are not UTF-8.
-
-`cargo lambda watch` cannot carry a request body that is not UTF-8 under a
-text Content-Type such as application/json: its event builder answers a
-text/plain 500 itself and never invokes the function (seen with cargo-lambda
-1.9.2; the same bytes as application/octet-stream do reach the function).
-So such bodies are left out here, and only they: no check is disabled. The
-function's own answer to them, 400 with the Error body, is tested by
-tests/api/hostile.rs ("invalid UTF-8").
-
-2. An `id` written as a whole float (`6547.0`). The contract refuses any `id`
-that is not an integer literal (it names `1e3`), but JSON Schema's data model
-counts every number with a zero fraction as an integer, so no schema can say
-so, and Schemathesis deliberately sends `2.0` where `integer` is declared.
-openapi.yaml states the rule in prose; tests/api/hostile.rs covers the
-400 for `1e3`, `1.0`-style ids and the rest. This is a conflict between the
-contract and JSON Schema, reported to the contract's owner, not a fix.
+1. Bodies that are not UTF-8: `cargo lambda watch` (1.9.2) answers them
+   itself (a text/plain 500) under a JSON Content-Type and never invokes the
+   function; tests/api/hostile.rs covers its 400 ("invalid UTF-8").
+2. An `id` written as a whole float (`6547.0`): the contract refuses any
+   `id` that is no integer literal, but JSON Schema counts such numbers as
+   integers, so no schema can say so and Schemathesis sends them where
+   `integer` is declared; tests/api/hostile.rs covers the 400.
 """
 
 import schemathesis

@@ -1,10 +1,8 @@
 """Schemathesis hooks for the run without a token: every answer of each of
-openapi.yaml's operations must be 401 with a Bearer challenge: the
-plain one, or error="invalid_token" when Schemathesis sends an Authorization
-value that is not one valid token (docs/contract.md).
-Other methods are Schemathesis' unsupported-method probes, answered 405 before
-any token is read; --checks all still checks those. The other checks of
---checks all run as usual."""
+openapi.yaml's operations is 401 with a Bearer challenge (the plain one, or
+error="invalid_token" for an Authorization value that is not one token).
+Other methods are unsupported-method probes, answered 405 before any token
+is read, which --checks all checks as usual."""
 
 import schemathesis
 

@@ -41,8 +41,6 @@ xflags::xflags! {
             optional --rounds n: usize
             /// Warm GET + POST per function (600).
             optional --warm n: usize
-            /// Creates of the burst, in each of its shapes (256).
-            optional --burst n: usize
             /// Without sam build (no arm64 size).
             optional --no-sam-build
             /// Another build of the function, measured beside it.

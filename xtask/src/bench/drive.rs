@@ -3,12 +3,11 @@
 //! figures to `report`.
 
 use std::path::Path;
+use std::sync::OnceLock;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, OnceLock};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use plant_store_local_support::Result;
-use plant_store_local_support::process::output;
 use plant_store_local_support::runtime_api::{CpuShare, LambdaProcess};
 use serde_json::{Value, json};
 
@@ -16,7 +15,7 @@ use super::billing::{billed, duration_cost_per_million};
 use super::report::{
     FULL_CPU_ROWS, Figures, SHARE_ROWS, at_most, figure, limits, mean, percentile, write_results,
 };
-use super::{Measured, Settings, Setup, TABLE};
+use super::{Measured, Settings, Setup};
 
 /// The DynamoDB Local JVM speeds up as it compiles its hot paths: warm
 /// requests that prime it before anything is measured.
@@ -327,101 +326,4 @@ impl Measuring<'_> {
         }
         Ok(())
     }
-}
-
-/// Creates in flight at once in the burst.
-const IN_FLIGHT: usize = 16;
-
-/// `settings.burst` creates, 16 in flight in one process of the function
-/// with the bound (the deployed default), by one owner and then by 16
-/// owners between them: refusals and throughput; then whether each owner's
-/// plants and count are exact (the listing, and `plant-store-admin recount`
-/// finding nothing to set).
-pub(super) async fn burst(setup: &Setup, settings: &Settings) -> Result {
-    let function = setup.functions.iter().find(|function| function.name == "function");
-    let function = function.ok_or("no function to burst")?;
-    let mut env = function.env.clone();
-    env.remove("MAX_PLANTS_PER_OWNER").set("AWS_LAMBDA_MAX_CONCURRENCY", &IN_FLIGHT.to_string());
-    let mut shapes = serde_json::Map::new();
-    let mut report = Vec::new();
-    for owners in [1, IN_FLIGHT] {
-        let process = LambdaProcess::start(&command_of(&function.binary), &env).await;
-        let shape = burst_shape(setup, function, process, owners, settings.burst).await?;
-        let (creates, refused) = (&shape["creates"], &shape["refused"]);
-        let exact = &shape["plants_and_counts_exact"];
-        let per_second = shape["creates_per_second"].as_f64().unwrap_or_default();
-        report.push(format!("burst, {owners:>2} owner(s): {creates} creates, {refused} refused, {per_second:.0} creates/s, plants and counts exact: {exact}"));
-        shapes.insert(format!("owners_{owners}"), shape);
-    }
-    let figures = json!({"in_flight": IN_FLIGHT, "shapes": shapes});
-    write_results(&setup.results_dir, "burst", &report.join("\n"), &figures)
-}
-
-/// `creates` creates by `owners` owners in turn, through `function`'s
-/// `process`.
-async fn burst_shape(
-    setup: &Setup,
-    function: &Measured,
-    process: LambdaProcess,
-    owners: usize,
-    creates: usize,
-) -> Result<Value> {
-    let run = std::process::id();
-    let names: Vec<String> = (0..owners).map(|n| format!("burst-{run}-{owners}-{n}")).collect();
-    let tokens: Vec<String> = (names.iter()).map(|name| setup.issuer.token(name, 3600)).collect();
-    let process = Arc::new(process);
-    let started = Instant::now();
-    let mut answers = tokio::task::JoinSet::new();
-    let mut statuses = Vec::new();
-    for create in 0..creates {
-        let owner = create % owners;
-        let mut event: Value = function.post_template.clone();
-        event["headers"]["authorization"] = format!("Bearer {}", tokens[owner]).into();
-        let event = post_event(&event, next_plant_id());
-        if answers.len() == IN_FLIGHT {
-            statuses.push(answers.join_next().await.ok_or("a create")??);
-        }
-        let process = process.clone();
-        answers.spawn(async move {
-            let invoked = process.invoke_sampled(&event, false).await;
-            let status = invoked.response["statusCode"].as_u64().unwrap_or_default();
-            (owner, status)
-        });
-    }
-    while let Some(status) = answers.join_next().await {
-        statuses.push(status?);
-    }
-    let elapsed = started.elapsed().as_secs_f64();
-    let mut exact = true;
-    for (owner, (name, token)) in names.iter().zip(&tokens).enumerate() {
-        let created =
-            (statuses.iter()).filter(|(by, status)| *by == owner && *status == 200).count();
-        exact &= owner_exact(setup, function, &process, (name, token), created).await?;
-    }
-    Ok(json!({
-        "creates": statuses.len(),
-        "refused": statuses.iter().filter(|(_, status)| *status != 200).count(),
-        "creates_per_second": statuses.len() as f64 / elapsed,
-        "plants_and_counts_exact": exact,
-    }))
-}
-
-/// Whether the owner `name` (holding `token`) has the `created` plants, by
-/// the listing, and a count that `plant-store-admin recount` finds right.
-async fn owner_exact(
-    setup: &Setup,
-    function: &Measured,
-    process: &LambdaProcess,
-    (name, token): (&str, &str),
-    created: usize,
-) -> Result<bool> {
-    let mut list: Value = serde_json::from_str(&function.get_event)?;
-    list["rawQueryString"] = "limit=1000".into();
-    list["headers"]["authorization"] = format!("Bearer {token}").into();
-    let listed = process.invoke_sampled(&list.to_string(), false).await;
-    let body: Value = serde_json::from_str(listed.response["body"].as_str().unwrap_or("[]"))?;
-    let recount = ["recount", "--table", TABLE, "--owner", name];
-    let recounted = output(setup.stack.admin()?.args(recount))?;
-    Ok(body.as_array().map_or(0, Vec::len) == created
-        && recounted.contains("1 counts right, 0 would set"))
 }

@@ -34,8 +34,6 @@ pub(crate) struct Settings {
     sam_build: bool,
     /// Another build of the function, measured beside it.
     compare: Option<PathBuf>,
-    /// Creates of the burst, in each of its two shapes.
-    burst: usize,
     /// A missed target fails the run.
     strict: bool,
     /// The functions measured again at 128 MB's share of a CPU.
@@ -60,7 +58,6 @@ impl Settings {
             prime: drive::PRIME_REQUESTS,
             sam_build: !flags.no_sam_build,
             compare: flags.compare,
-            burst: flags.burst.unwrap_or(256),
             strict: flags.strict,
             at_share: AT_SHARE,
         }
@@ -75,7 +72,6 @@ impl Settings {
             prime: 5,
             sam_build: false,
             compare: None,
-            burst: 32,
             strict: false,
             at_share: AT_SHARE,
         }
@@ -102,14 +98,10 @@ pub(crate) struct Setup {
     results_dir: PathBuf,
     /// Every DynamoDB call of every function passes it.
     recorder: FaultProxy,
-    /// Signs the requests' tokens.
-    issuer: Issuer,
-    /// How DynamoDB Local is reached (for the recount after the burst).
-    stack: Stack,
-    /// Kept running while the functions use them: DynamoDB's and the key
-    /// set's TLS fronts, the key server, and the X-Ray daemon (whose
+    /// Kept running while the functions use them: DynamoDB Local, its and
+    /// the key set's TLS fronts, the key server, and the X-Ray daemon (whose
     /// address Lambda sets; an unsampled invocation sends it nothing).
-    _running: (TlsFront, TlsFront, tokio::task::JoinHandle<()>, XRayDaemon),
+    _running: (Stack, TlsFront, TlsFront, tokio::task::JoinHandle<()>, XRayDaemon),
 }
 
 /// The benchmarks, as `settings` say.
@@ -126,9 +118,6 @@ pub(crate) fn bench(settings: &Settings) -> Result {
         "cold_start at the {MEMORY_MB} MB share of a CPU: {rounds} cold starts and {warm} warm requests per function"
     );
     runtime.block_on(drive::cold_start(&setup, settings, Default::default(), Some(MEMORY_MB)))?;
-    let creates = settings.burst;
-    log!("burst: {creates} creates by one owner and by 16, 16 in flight");
-    runtime.block_on(drive::burst(&setup, settings))?;
 
     let missed = report::missed_targets(&setup.results_dir)?;
     if settings.strict && !missed.is_empty() {
@@ -172,9 +161,7 @@ impl Setup {
             functions: measured(rows, &issuer)?,
             results_dir,
             recorder,
-            issuer,
-            stack,
-            _running: (dynamodb_front, key_front, key_server, xray),
+            _running: (stack, dynamodb_front, key_front, key_server, xray),
         })
     }
 }
