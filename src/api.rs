@@ -13,6 +13,7 @@ use lambda_http::{Body, Context, Request, RequestExt, Response};
 use tracing::{Instrument, Span};
 
 use crate::auth::Verifier;
+use crate::cors::Cors;
 use crate::domain::limits::MAX_BODY_BYTES;
 use crate::domain::{Cursor, Limit, NewPlant, Owner};
 use crate::error::ApiError;
@@ -27,6 +28,7 @@ use crate::xray;
 pub struct PlantApi {
     verifier: Verifier,
     store: PlantStore,
+    cors: Cors,
 }
 
 /// How long each step of a request took, in milliseconds, for its log line.
@@ -47,7 +49,12 @@ async fn timed<T>(step: &mut Option<f64>, work: impl Future<Output = T>) -> T {
 
 impl PlantApi {
     pub fn new(verifier: Verifier, store: PlantStore) -> Self {
-        Self { verifier, store }
+        Self { verifier, store, cors: Cors::default() }
+    }
+
+    /// Answers browsers of these origins (`crate::cors`).
+    pub fn with_cors(self, cors: Cors) -> Self {
+        Self { cors, ..self }
     }
 
     /// Makes both remote calls of a request ready (the signing keys fetched,
@@ -83,15 +90,19 @@ impl PlantApi {
             Err(error) => (Route::NotFound, Err(error.clone())),
         };
         let request = request.as_ref().ok();
-        let answered = Answered {
+        let mut response = Answered {
             method: request.map_or("-", |request| request.method().as_str()),
             path: request.map_or("-", |request| request.uri().path()),
             route,
             started,
             steps,
             function: &context.env_config.function_name,
-        };
-        format.answer(answered.write_log_and_metrics_lines(outcome, &invocation))
+        }
+        .write_log_and_metrics_lines(outcome, &invocation);
+        if let Some(request) = request {
+            self.cors.answer(request, &mut response);
+        }
+        format.answer(response)
     }
 
     /// Every route needs a token: it is verified here, once, with the
@@ -107,6 +118,9 @@ impl PlantApi {
         let route = match route {
             Route::Found(route) => route,
             Route::MethodNotAllowed { path } => {
+                if let Some(preflight) = self.cors.preflight(request, path) {
+                    return Ok(preflight);
+                }
                 return Err(ApiError::MethodNotAllowed {
                     method: request.method().to_string(),
                     path,

@@ -59,6 +59,9 @@ pub struct Config {
     /// `AWS_ENDPOINT_URL_DYNAMODB`, else `AWS_ENDPOINT_URL` (DynamoDB
     /// Local); unset or empty, as in AWS: DynamoDB's regional endpoint.
     pub dynamodb_endpoint: Option<String>,
+    /// `CORS_ALLOWED_ORIGINS`, comma-separated: the origins whose browser
+    /// pages may call the API (`crate::cors`); none: CORS off.
+    pub cors_allowed_origins: Vec<String>,
 }
 
 /// The roots the HTTPS client trusts: compiled in, or the PEM bundle
@@ -178,11 +181,15 @@ impl Config {
         let optional = |name: &str| lookup(name).filter(|value| !value.trim().is_empty());
         let required = |name: &'static str| optional(name).ok_or(ConfigError::missing(name));
         let issuer = required("AUTH_ISSUER")?;
-        let cognito_client_ids: Vec<String> = optional("AUTH_COGNITO_CLIENT_ID")
-            .map(|ids| {
-                ids.split(',').map(str::trim).filter(|id| !id.is_empty()).map(Into::into).collect()
-            })
-            .unwrap_or_default();
+        let list = |name| -> Vec<String> {
+            let list = optional(name).unwrap_or_default();
+            list.split(',').map(str::trim).filter(|item| !item.is_empty()).map(Into::into).collect()
+        };
+        let cognito_client_ids = list("AUTH_COGNITO_CLIENT_ID");
+        let cors_allowed_origins = list("CORS_ALLOWED_ORIGINS");
+        if cors_allowed_origins.iter().any(|origin| origin == "*") {
+            return Err(ConfigError::new("CORS_ALLOWED_ORIGINS", "must name origins, never *"));
+        }
         let refresh = KeyRefresh::default();
         let keys = match (optional("AUTH_JWKS"), optional("AUTH_JWKS_URL")) {
             (Some(jwks), _) => KeyConfig::Inline(jwks),
@@ -214,6 +221,7 @@ impl Config {
             },
             dynamodb_endpoint: optional("AWS_ENDPOINT_URL_DYNAMODB")
                 .or_else(|| optional("AWS_ENDPOINT_URL")),
+            cors_allowed_origins,
         })
     }
 }
@@ -283,16 +291,13 @@ pub fn is_scope_token(scope: &str) -> bool {
 mod tests {
     use super::*;
 
-    const BASE: [(&str, &str); 3] = [
-        ("PLANTS_TABLE", "plants"),
-        ("AUTH_ISSUER", "https://tenant.auth0.com/"),
-        ("AUTH_AUDIENCE", "plants"),
-    ];
-
-    /// The configuration of `BASE` with `pairs` over it (`""`: unset).
+    /// The configuration of an Auth0 issuer and audience with `pairs` over
+    /// it (`""`: unset), or its error.
     fn config(pairs: &[(&str, &str)]) -> Result<Config, String> {
+        let base = [("PLANTS_TABLE", "plants"), ("AUTH_ISSUER", "https://t.auth0.com/")];
+        let base = base.into_iter().chain([("AUTH_AUDIENCE", "plants")]);
         let value = |name: &str| {
-            let set = pairs.iter().chain(&BASE).find(|(set, _)| *set == name);
+            let set = pairs.iter().copied().chain(base.clone()).find(|(set, _)| *set == name);
             set.map(|(_, value)| value.to_string())
         };
         Config::from_lookup(value).map_err(|error| error.to_string())
@@ -301,37 +306,39 @@ mod tests {
     #[test]
     fn keys_are_inline_or_the_url_given_or_cognitos_or_found_by_discovery() {
         let keys = |pairs: &[_]| config(pairs).unwrap().keys;
-        let (issuer, refresh) = ("https://tenant.auth0.com/".into(), KeyRefresh::default());
+        let (issuer, refresh) = ("https://t.auth0.com/".into(), KeyRefresh::default());
         assert_eq!(keys(&[]), KeyConfig::Discovery { issuer, refresh });
         let url = ("AUTH_JWKS_URL", "https://keys.example/jwks");
         assert_eq!(keys(&[url]), KeyConfig::Url { url: url.1.into(), refresh });
-        let cognito =
-            [("AUTH_ISSUER", "https://cognito.example/pool/"), ("AUTH_COGNITO_CLIENT_ID", "app")];
-        let url = "https://cognito.example/pool/.well-known/jwks.json".into();
+        let cognito = [("AUTH_ISSUER", "https://c.example/pool/"), ("AUTH_COGNITO_CLIENT_ID", "a")];
+        let url = "https://c.example/pool/.well-known/jwks.json".into();
         assert_eq!(keys(&cognito), KeyConfig::Url { url, refresh });
-        let inline = ("AUTH_JWKS", "{\"keys\": []}");
-        assert_eq!(keys(&[inline]), KeyConfig::Inline("{\"keys\": []}".into()));
+        assert_eq!(keys(&[("AUTH_JWKS", "{}")]), KeyConfig::Inline("{}".into()));
     }
 
     #[test]
     fn access_tokens_are_typed_at_jwt_unless_cognito_or_any_with_scopes() {
         let access = |pairs: &[_]| config(pairs).map(|config| config.rules.access);
-        assert_eq!(access(&[]), Ok(AccessTokenRule::Typed("at+jwt".into())));
-        assert_eq!(
-            access(&[("AUTH_TOKEN_TYPE", " ")]),
-            Ok(AccessTokenRule::Typed("at+jwt".into()))
-        );
+        let at_jwt = Ok(AccessTokenRule::Typed("at+jwt".into()));
+        assert_eq!((access(&[]), access(&[("AUTH_TOKEN_TYPE", " ")])), (at_jwt.clone(), at_jwt));
         let cognito = [("AUTH_AUDIENCE", ""), ("AUTH_COGNITO_CLIENT_ID", "users, machine,")];
         let clients = vec!["users".into(), "machine".into()];
         assert_eq!(access(&cognito), Ok(AccessTokenRule::Cognito(clients)));
         let typed_cognito = [cognito[1], ("AUTH_TOKEN_TYPE", "at+jwt")];
-        assert!(access(&typed_cognito).unwrap_err().contains("token_use"));
         let any = ("AUTH_TOKEN_TYPE", "any");
-        assert!(access(&[any]).unwrap_err().contains("AUTH_SCOPE_READ"));
         let scoped = [any, ("AUTH_SCOPE_READ", "r"), ("AUTH_SCOPE_WRITE", "w")];
         assert_eq!(access(&scoped), Ok(AccessTokenRule::Untyped));
-        let error = access(&[("AUTH_AUDIENCE", " ")]).unwrap_err();
-        assert!(error.contains("AUTH_AUDIENCE") && error.contains("AUTH_COGNITO_CLIENT_ID"));
+        for (pairs, names) in [
+            (&typed_cognito[..], "token_use"),
+            (&[any], "AUTH_SCOPE_READ"),
+            (&[("AUTH_AUDIENCE", " ")], "AUTH_COGNITO_CLIENT_ID"),
+            (&[("CORS_ALLOWED_ORIGINS", "https://a.example, *")], "never *"),
+            (&[("PLANTS_TABLE", "")], "PLANTS_TABLE"),
+            (&[("AUTH_ISSUER", "")], "AUTH_ISSUER"),
+        ] {
+            let error = access(pairs).unwrap_err();
+            assert!(error.contains(names), "{error}");
+        }
     }
 
     #[test]
@@ -341,38 +348,17 @@ mod tests {
         let local = "http://172.17.0.1:8000";
         let fallback = [("AWS_ENDPOINT_URL_DYNAMODB", " "), ("AWS_ENDPOINT_URL", local)];
         assert_eq!(endpoint(&fallback).as_deref(), Some(local));
-        for missing in ["PLANTS_TABLE", "AUTH_ISSUER"] {
-            assert!(config(&[(missing, "")]).unwrap_err().contains(missing));
-        }
-    }
-
-    #[test]
-    fn the_log_follows_lambdas_log_settings() {
-        let log = |pairs: &[(&str, &str)]| {
-            let value =
-                |name: &str| pairs.iter().find(|(set, _)| *set == name).map(|(_, v)| v.to_string());
-            TelemetryConfig::from_lookup(value)
-        };
-        let default = TelemetryConfig { level: LevelFilter::INFO, json: false, xray_daemon: None };
-        assert_eq!(log(&[]), default);
-        let lambda = [
-            ("AWS_LAMBDA_LOG_FORMAT", "JSON"),
-            ("AWS_LAMBDA_LOG_LEVEL", "DEBUG"),
-            ("RUST_LOG", "trace"),
-        ];
-        assert_eq!((log(&lambda).level, log(&lambda).json), (LevelFilter::DEBUG, true));
-        assert_eq!(log(&[("RUST_LOG", "warn")]).level, LevelFilter::WARN);
-        let xray = log(&[("AWS_XRAY_DAEMON_ADDRESS", "169.254.79.129:2000")]);
-        assert_eq!(xray.xray_daemon.as_deref(), Some("169.254.79.129:2000"));
     }
 
     #[test]
     fn the_plant_bound_has_a_default_and_a_range() {
         let bound = |value| config(&[("MAX_PLANTS_PER_OWNER", value)]);
-        assert_eq!(bound("").unwrap().max_plants_per_owner, DEFAULT_MAX_PLANTS_PER_OWNER);
-        assert_eq!(bound("0").unwrap().max_plants_per_owner, 0, "no bound");
         let most = MAX_PLANTS_PER_OWNER_LIMIT.to_string();
-        assert_eq!(bound(&most).unwrap().max_plants_per_owner, MAX_PLANTS_PER_OWNER_LIMIT);
+        for (value, wanted) in
+            [("", DEFAULT_MAX_PLANTS_PER_OWNER), ("0", 0), (&most, MAX_PLANTS_PER_OWNER_LIMIT)]
+        {
+            assert_eq!(bound(value).unwrap().max_plants_per_owner, wanted, "{value}");
+        }
         let over = (MAX_PLANTS_PER_OWNER_LIMIT + 1).to_string();
         for refused in ["-1", &over, "ten", "2.5"] {
             let error = bound(refused).unwrap_err();
@@ -385,10 +371,8 @@ mod tests {
         let scopes =
             |read, write| config(&[("AUTH_SCOPE_READ", read), ("AUTH_SCOPE_WRITE", write)]);
         let both = scopes("plants/read", "plants/write").unwrap().rules.scopes;
-        assert_eq!(
-            both,
-            Some(ScopeRules { read: "plants/read".into(), write: "plants/write".into() })
-        );
+        let (read, write) = ("plants/read".into(), "plants/write".into());
+        assert_eq!(both, Some(ScopeRules { read, write }));
         assert!(scopes("plants/read", "").unwrap_err().contains("AUTH_SCOPE_WRITE"));
         let error = scopes("a b", "w").unwrap_err();
         assert!(error.contains("AUTH_SCOPE_READ must be one OAuth 2.0 scope"), "{error}");

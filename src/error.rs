@@ -39,8 +39,8 @@ pub enum ApiError {
     Auth(#[from] AuthError),
     #[error("No resource exists at this path.")]
     NotFound,
-    /// The method (the client's, cut to [`MAX_ECHOED_CHARS`] so that the
-    /// message stays one short sentence), the path, and what it allows.
+    /// The method (the client's, cut by `echoed` so that the message stays
+    /// one short sentence), the path, and what it allows.
     #[error(
         "The method {} is not allowed on {path}; use {}.",
         echoed(method),

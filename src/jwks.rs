@@ -103,11 +103,6 @@ impl KeySet {
     pub(crate) fn generation(&self) -> u64 {
         self.generation
     }
-
-    /// The `kid`s of the usable keys.
-    pub fn kids(&self) -> impl Iterator<Item = &str> {
-        self.keys.keys().map(String::as_str)
-    }
 }
 
 /// `jwk` as a key this API verifies with, its `kid` and its key material
@@ -186,10 +181,8 @@ impl KeySource {
     /// Fetches a remote key set now, at init (a no-op for inline keys). A
     /// failure is logged, not fatal: requests fetch again.
     pub async fn load(&self) {
-        if let Self::Remote(remote) = self
-            && let Err(error) = remote.fetch_now().await
-        {
-            tracing::warn!(%error, "no signing keys yet; the first requests will fetch again");
+        if let Self::Remote(remote) = self {
+            remote.fetch_if_due().await;
         }
     }
 
@@ -330,14 +323,8 @@ impl RemoteKeys {
         self.last_good()
     }
 
-    /// Fetches now, whatever the interval (at init).
-    async fn fetch_now(&self) -> Result<(), FetchError> {
-        let _fetching = self.fetching.lock().await;
-        self.fetch().await
-    }
-
-    /// Fetches again, unless a fetch was tried within the interval (another
-    /// request's, perhaps while this one waited for it).
+    /// Fetches, unless a fetch was tried within the interval (another
+    /// request's, perhaps while this one waited for it); the first always.
     async fn fetch_if_due(&self) {
         let _fetching = self.fetching.lock().await;
         let due = {
@@ -349,7 +336,7 @@ impl RemoteKeys {
             state.last_attempt.is_none_or(|last| last.elapsed() >= interval)
         };
         if due && let Err(error) = self.fetch().await {
-            tracing::warn!(%error, "keeping the last good key set");
+            tracing::warn!(%error, "the key set could not be fetched; the last good one serves");
         }
     }
 
@@ -487,7 +474,7 @@ mod tests {
         ];
         let set = KeySet::from_jwks_json(&format!(r#"{{"keys": [{}]}}"#, entries.join(",")));
         let set = set.unwrap();
-        assert_eq!(set.kids().collect::<Vec<_>>(), ["good"]);
+        assert_eq!(set.keys.keys().collect::<Vec<_>>(), ["good"]);
         assert_eq!(set.skipped, entries.len() - 1);
         for not_a_jwks in ["not json", "[]", "{}", r#"{"keys": null}"#] {
             assert!(KeySet::from_jwks_json(not_a_jwks).is_err(), "{not_a_jwks}");

@@ -7,6 +7,7 @@
 pub mod api;
 pub mod auth;
 pub mod config;
+pub mod cors;
 pub mod domain;
 mod error;
 pub mod event;

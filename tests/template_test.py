@@ -41,11 +41,8 @@ ROOT = pathlib.Path(__file__).resolve().parent.parent
 FUNCTION, TABLE, ALIAS = "PlantsFunction", "PlantsTable", "live"
 # The alarms that roll a deployment back: by reference, or by name where a
 # reference would be circular (the API's alarm; see template.yaml).
-ROLLBACK_ALARMS = [
-    {"Ref": "FunctionErrorsAlarm"},
-    {"Ref": "FunctionServerErrorsAlarm"},
-    {"Fn::Sub": "${AWS::StackName}-api-5xx"},
-]
+ROLLBACK_ALARMS = [{"Ref": "FunctionErrorsAlarm"}, {"Ref": "FunctionServerErrorsAlarm"},
+                   {"Fn::Sub": "${AWS::StackName}-api-5xx"}]
 NAMED_ALARMS = {"Api5xxAlarm": {"Fn::Sub": "${AWS::StackName}-api-5xx"}}
 # Lambda Managed Instances with made-up (well-formed) network ids.
 MANAGED_INSTANCES = {
@@ -55,7 +52,7 @@ MANAGED_INSTANCES = {
     "ManagedInstancesVpcId": "vpc-0a1b2c3d4e5f60708",
     "ManagedInstancesRouteTableIds": "rtb-0a1b2c3d4e5f60708",
 }
-MODES = [{}, {"DeploymentType": "AllAtOnce"}, MANAGED_INSTANCES]
+MODES = [{}, {"DeploymentType": "AllAtOnce", "ApiEdge": "Http"}, MANAGED_INSTANCES]
 
 
 @functools.cache
@@ -95,25 +92,14 @@ def as_list(value):
     return value if isinstance(value, list) else [value]
 
 
-def actions(template, action):
-    """The actions of a statement's Action, a FindInMap of the Mappings resolved."""
-    if isinstance(action, dict) and "Fn::FindInMap" in action:
-        name, key, value = action["Fn::FindInMap"]
-        return set(template["Mappings"][name][key][value])
-    return set(as_list(action))
-
-
-def granted_on_the_table(template, statements, who):
-    """The actions `statements` allow, and a problem for each grant beyond the table."""
-    granted, problems = set(), []
-    for statement in statements:
-        if "NotAction" in statement or "NotResource" in statement:
-            problems.append(f"{who}: NotAction/NotResource grant everything else: {statement}")
-        granted |= actions(template, statement.get("Action", []))
-        resource = as_list(statement.get("Resource", []))
-        if resource != [{"Fn::GetAtt": [TABLE, "Arn"]}]:
-            problems.append(f"{who}: {sorted(granted)} on {resource}, not on the table alone")
-    return granted, problems
+def resolved(template, value):
+    """`value` with a FindInMap or a Ref resolved, parameters at their defaults."""
+    if isinstance(value, dict) and "Ref" in value:
+        return template["Parameters"][value["Ref"]]["Default"]
+    if isinstance(value, dict) and "Fn::FindInMap" in value:
+        [name, key, value] = [resolved(template, k) for k in value["Fn::FindInMap"]]
+        return template["Mappings"][name][key][value]
+    return value
 
 
 def iam_problems(template):
@@ -129,8 +115,13 @@ def iam_problems(template):
     wanted = dynamodb_actions_in_code()
     for who, statements in [("the policy", policies[0]["Statement"]),
                             ("the VPC endpoint", endpoint["Statement"])]:
-        granted, found = granted_on_the_table(template, statements, who)
-        problems += found
+        granted = set()
+        for statement in statements:
+            if "NotAction" in statement or "NotResource" in statement:
+                problems.append(f"{who}: NotAction/NotResource grant everything else: {statement}")
+            granted |= set(as_list(resolved(template, statement.get("Action", []))))
+            if as_list(statement.get("Resource")) != [{"Fn::GetAtt": [TABLE, "Arn"]}]:
+                problems.append(f"{who}: {sorted(granted)} on {statement.get('Resource')}, not on the table alone")
         if granted != wanted:
             problems.append(f"{who} allows {sorted(granted)}; the code calls {sorted(wanted)}")
     return problems
@@ -153,13 +144,9 @@ def deployment_problems(template):
     return problems
 
 
-def default(template, value):
-    ref = isinstance(value, dict) and value.get("Ref")
-    return float(template["Parameters"][ref]["Default"] if ref else value)
-
-
 # What an alarm's metrics count: failures, or all requests.
-FAILURES, REQUESTS = {"ServerErrors", "Errors", "5xx"}, {"Requests", "Invocations", "Count"}
+FAILURES = {"ServerErrors", "Errors", "5xx", "5XXError"}
+REQUESTS = {"Requests", "Invocations", "Count"}
 
 
 def trips(template, properties, failures, requests):
@@ -167,12 +154,12 @@ def trips(template, properties, failures, requests):
     `requests` requests, parameters at their defaults, as CloudWatch
     computes it (an alarm of a form not understood here trips)."""
     if "MetricName" in properties:
-        value = failures if properties["MetricName"] in FAILURES else None
+        value = failures if resolved(template, properties["MetricName"]) in FAILURES else None
     else:
         values, expression = {}, None
         for metric in properties.get("Metrics", []):
             if "MetricStat" in metric:
-                name = metric["MetricStat"]["Metric"]["MetricName"]
+                name = resolved(template, metric["MetricStat"]["Metric"]["MetricName"])
                 values[metric["Id"]] = (
                     failures if name in FAILURES else requests if name in REQUESTS else None
                 )
@@ -186,7 +173,7 @@ def trips(template, properties, failures, requests):
         value = eval(expression, {"__builtins__": {}, "IF": lambda c, t, f: t if c else f}, values)
     if value is None:
         return True
-    threshold = default(template, properties["Threshold"])
+    threshold = float(resolved(template, properties["Threshold"]))
     above = properties["ComparisonOperator"] == "GreaterThanThreshold"
     return value > threshold if above else value >= threshold
 
@@ -222,27 +209,36 @@ def other_problems(template):
     return problems
 
 
-CHECKS = [iam_problems, deployment_problems, rollback_alarm_problems, other_problems]
+def translation_problems(template):
+    try:
+        return edge_problems(translated({}, template))
+    except Exception as error:  # noqa: BLE001 (any failure to translate is one)
+        return [f"SAM does not translate it: {error}"]
+
+
+CHECKS = [iam_problems, deployment_problems, rollback_alarm_problems, other_problems,
+          translation_problems]
 
 
 def problems(template):
     return [problem for check in CHECKS for problem in check(template)]
 
 
-def alarm(template, name):
-    return template["Resources"][name]["Properties"]
+def alarm(t, name):
+    return t["Resources"][name]["Properties"]
 
 
-def statement(template):
-    return template["Resources"][FUNCTION]["Properties"]["Policies"][0]["Statement"][0]
+def function(t):
+    return alarm(t, FUNCTION)
 
 
-def calls(template):
-    return template["Mappings"]["FunctionCalls"]["DynamoDB"]["Actions"]
+def statement(t, resource=FUNCTION):
+    properties = alarm(t, resource)
+    return (properties.get("PolicyDocument") or properties["Policies"][0])["Statement"][0]
 
 
-def function(template):
-    return template["Resources"][FUNCTION]["Properties"]
+def calls(t):
+    return t["Mappings"]["FunctionCalls"]["DynamoDB"]["Actions"]
 
 
 # Each: what is changed, and the change. Every one must make `problems` report.
@@ -250,8 +246,8 @@ MUTATIONS = {
     "a wildcard action": lambda t: statement(t).update(Action=["dynamodb:*"]),
     "one more action (Scan)": lambda t: calls(t).append("dynamodb:Scan"),
     "a grant removed (Query)": lambda t: calls(t).remove("dynamodb:Query"),
-    "the endpoint's own list, without Query": lambda t: t["Resources"]["DynamoDbEndpoint"][
-        "Properties"]["PolicyDocument"]["Statement"][0].update(Action=calls(t)[:-1]),
+    "the endpoint's own list, without Query":
+        lambda t: statement(t, "DynamoDbEndpoint").update(Action=calls(t)[:-1]),
     "every table": lambda t: statement(t).update(Resource="*"),
     "a managed policy": lambda t: function(t)["Policies"].append("AmazonDynamoDBFullAccess"),
     "the alias": lambda t: function(t).pop("AutoPublishAlias"),
@@ -259,27 +255,24 @@ MUTATIONS = {
     "a rollback alarm": lambda t: function(t)["DeploymentPreference"]["Alarms"].pop(),
     "the API alarm's name": lambda t: alarm(t, "Api5xxAlarm").pop("AlarmName"),
     "a rollback alarm on a single error": lambda t: alarm(t, "FunctionErrorsAlarm").update(
-        Metrics=None, MetricName="Errors", Threshold=1,
-        ComparisonOperator="GreaterThanOrEqualToThreshold",
-    ),
-    "a rate without a minimum of requests": lambda t: alarm(t, "Api5xxAlarm")["Metrics"][2].update(
-        Expression="100 * errors / requests"
-    ),
-    "a minimum of requests that a handful meets": lambda t: t["Parameters"][
-        "RollbackMinimumRequests"
-    ].update(Default=2),
+        Metrics=None, MetricName="Errors", Threshold=1, ComparisonOperator="GreaterThanOrEqualToThreshold"),
+    "a rate without a minimum of requests":
+        lambda t: alarm(t, "Api5xxAlarm")["Metrics"][2].update(Expression="100 * errors / requests"),
+    "a minimum of requests that a handful meets":
+        lambda t: t["Parameters"]["RollbackMinimumRequests"].update(Default=2),
     "the table's retain policy": lambda t: t["Resources"][TABLE].pop("DeletionPolicy"),
-    "the user pool's replacement policy": lambda t: t["Resources"]["UserPool"].pop(
-        "UpdateReplacePolicy"
-    ),
-    "CORS on by default": lambda t: t["Parameters"]["CorsAllowedOrigins"].update(
-        Default="https://app.example.com"
-    ),
+    "the user pool's replacement policy": lambda t: t["Resources"]["UserPool"].pop("UpdateReplacePolicy"),
+    "CORS on by default": lambda t: t["Parameters"]["CorsAllowedOrigins"].update(Default="https://a.example"),
     "another default bound": lambda t: t["Parameters"]["MaxPlantsPerOwner"].update(Default=5),
+    "a gateway answer's old body": lambda t: alarm(t, "PlantsRestApi")["GatewayResponses"]["THROTTLED"][
+        "ResponseTemplates"].update({"application/json": '{"message": "Too Many Requests"}'}),
+    "the web ACL not associated": lambda t: t["Resources"].pop("WebAclAssociation"),
+    "both rate limits by address": lambda t: alarm(t, "WebAcl")["Rules"][1]["Statement"][
+        "RateBasedStatement"].update(AggregateKeyType="IP", CustomKeys=None),
 }
 
 
-def translated(parameters):
+def translated(parameters, template=None):
     """The template as CloudFormation runs it with these parameters: the
     AWS::LanguageExtensions transform (the SAM CLI's emulation of it), then
     the SAM transform, with the code already uploaded as `sam deploy` does."""
@@ -287,17 +280,13 @@ def translated(parameters):
     pseudo = {"AWS::Region": "us-east-1", "AWS::AccountId": "123456789012",
               "AWS::Partition": "aws", "AWS::StackName": "plant-store",
               "AWS::URLSuffix": "amazonaws.com"}
-    template = json.loads(json.dumps(load_template()))
+    template = json.loads(json.dumps(template or load_template()))
     expanded = expand_language_extensions(
         template, parameter_values={**pseudo, **parameters}, enabled=True
     ).expanded_template
     expanded["Resources"][FUNCTION]["Properties"]["CodeUri"] = "s3://artifacts/plant-store.zip"
-
-    class NoManagedPolicies:
-        def load(self):
-            return {}
-
-    return transform(expanded, parameters, NoManagedPolicies())["Resources"]
+    no_managed_policies = type("NoManagedPolicies", (), {"load": lambda self: {}})()
+    return transform(expanded, parameters, no_managed_policies)["Resources"]
 
 
 def references(value):
@@ -319,6 +308,31 @@ def references(value):
         else:
             found |= references(inner)
     return found
+
+
+def edge_problems(resources):
+    """The protected edge as SAM translates it: each gateway answer the Error
+    body of its status, Retry-After on 429 and 503; the web ACL on the API's
+    stage; a rate limit per client address and one per caller."""
+    problems = []
+    [api] = [r for r in resources.values() if r["Type"] == "AWS::ApiGateway::RestApi"]
+    answers = api["Properties"]["Body"].get("x-amazon-apigateway-gateway-responses", {})
+    for kind, answer in answers.items():
+        status, body = int(answer["statusCode"]), json.loads(answer["responseTemplates"]["application/json"])
+        if body.get("error") != status or not body.get("message") or len(body) != 2:
+            problems.append(f"{kind}: {body} is not the Error body of {status}")
+        if (status in (429, 503)) != ("Retry-After" in json.dumps(answer)):
+            problems.append(f"{kind}: Retry-After, on 429 and 503 only")
+    if len(answers) < 12:
+        problems.append(f"only {sorted(answers)} answer in the Error body")
+    association = [r for r in resources.values() if r["Type"] == "AWS::WAFv2::WebACLAssociation"]
+    if not any(a.get("DependsOn") in resources and "/stages/" in json.dumps(a) for a in association):
+        problems.append("the web ACL guards no stage of the API")
+    [acl] = [r["Properties"] for r in resources.values() if r["Type"] == "AWS::WAFv2::WebACL"]
+    keys = [json.dumps(r["Statement"].get("RateBasedStatement")) for r in acl["Rules"]]
+    if not any('"IP"' in key for key in keys) or not any('"authorization"' in key for key in keys):
+        problems.append(f"no rate limit per client address and per caller: {keys}")
+    return problems
 
 
 def dependency_cycle(resources):
@@ -361,7 +375,10 @@ class TemplateTest(unittest.TestCase):
                 named = [resources[name]["Properties"]["AlarmName"] for name in NAMED_ALARMS]
                 self.assertEqual(alarms, ROLLBACK_ALARMS[:2] + named)
                 self.assertIn("DEPLOYMENT_STOP_ON_ALARM", group["AutoRollbackConfiguration"]["Events"])
-                [api] = [r for r in resources.values() if r["Type"] == "AWS::ApiGatewayV2::Api"]
+                edge = parameters.get("ApiEdge", "Protected")
+                kind = {"Protected": "AWS::ApiGateway::RestApi", "Http": "AWS::ApiGatewayV2::Api"}[edge]
+                [api] = [r for r in resources.values() if r["Type"] == kind]
+                self.assertTrue(api["Properties"]["Body"]["paths"])
                 for path in api["Properties"]["Body"]["paths"].values():
                     for operation in path.values():
                         uri = json.dumps(operation["x-amazon-apigateway-integration"]["uri"])

@@ -15,33 +15,21 @@ const { privateKey } = generateKeyPairSync("rsa", { modulusLength: 2048 });
 const key = { ...privateKey.export({ format: "jwk" }), kid: randomUUID(), use: "sig", alg: "RS256" };
 const provider = new Provider(issuer, {
   jwks: { keys: [key] },
-  clients: [{
-    client_id: client.id,
-    client_secret: client.secret,
-    grant_types: ["authorization_code", "client_credentials"],
-    redirect_uris: [client.callback],
-    scope: "openid plants/read plants/write",
-  }],
+  clients: [{ client_id: client.id, client_secret: client.secret, redirect_uris: [client.callback],
+    grant_types: ["authorization_code", "client_credentials"], scope: "openid plants/read plants/write" }],
   scopes: ["openid", "plants/read", "plants/write"],
   findAccount: (_, sub) => ({ accountId: sub, claims: () => ({ sub }) }),
   features: {
     clientCredentials: { enabled: true },
-    resourceIndicators: {
-      enabled: true,
-      defaultResource: () => api,
-      useGrantedResource: () => true,
-      getResourceServerInfo: () => ({ scope: "plants/read plants/write", accessTokenFormat: "jwt" }),
-    },
+    resourceIndicators: { enabled: true, defaultResource: () => api, useGrantedResource: () => true,
+      getResourceServerInfo: () => ({ scope: "plants/read plants/write", accessTokenFormat: "jwt" }) },
   },
 });
 
 const form = "application/x-www-form-urlencoded";
 const basic = `Basic ${Buffer.from(`${client.id}:${client.secret}`).toString("base64")}`;
-const token = async (grant) => {
-  const headers = { authorization: basic, "content-type": form };
-  const response = await fetch(`${issuer}/token`, { method: "POST", headers, body: new URLSearchParams(grant) });
-  return response.json();
-};
+const token = async (grant) => (await fetch(`${issuer}/token`, { method: "POST",
+  headers: { authorization: basic, "content-type": form }, body: new URLSearchParams(grant) })).json();
 
 // alice signs in as a browser does (log-in, then consent, cookies kept
 // across redirects); the client redeems the code with its PKCE verifier.
@@ -59,8 +47,7 @@ async function signIn() {
       const [pair] = set.split(";");
       cookies.set(pair.slice(0, pair.indexOf("=")), pair.slice(pair.indexOf("=") + 1));
     }
-    const location = response.headers.get("location");
-    const page = location ? "" : await response.text();
+    const [location, page] = [response.headers.get("location"), await response.text()];
     body = location ? undefined : page.includes('value="login"') ? "prompt=login&login=alice&password=any" : "prompt=consent";
     url = location ? new URL(location, issuer).href : url;
   }

@@ -155,6 +155,36 @@ async fn unknown_paths_get_404_and_other_methods_405_with_allow() {
 }
 
 #[tokio::test]
+async fn a_listed_origin_is_answered_for_browsers_and_no_other() {
+    let origin = "https://app.example.com";
+    let app = TestApp::new().await.with_cors(&[origin]);
+    let preflight = |from: &str| {
+        let request = ApiGatewayEvent::new("OPTIONS", "/plants").header("origin", from);
+        request.header("access-control-request-method", "POST")
+    };
+    // Another origin's preflight is a request like any other: 405, unnamed.
+    let refused = app.send(preflight("https://evil.example")).await;
+    refused.assert_error(405, "OPTIONS");
+    assert_eq!(refused.header("access-control-allow-origin"), None);
+    let answer = app.send(preflight(origin)).await;
+    assert_eq!(answer.status, 204);
+    let named = ["origin", "methods", "headers"]
+        .map(|name| answer.header(&format!("access-control-allow-{name}")));
+    assert_eq!(named, [Some(origin), refused.header("allow"), Some("authorization, content-type")]);
+    // Every answer to a listed origin names it, an error too.
+    let listed = ApiGatewayEvent::list_plants(&bearer("alice"), "").header("origin", origin);
+    let unauthorized = ApiGatewayEvent::new("GET", "/plants").header("origin", origin);
+    for response in [app.send(listed).await, app.send(unauthorized).await] {
+        let exposed = response.header("access-control-expose-headers");
+        assert_eq!(response.header("access-control-allow-origin"), Some(origin));
+        assert_eq!(
+            (exposed, response.header("vary")),
+            (Some("link, retry-after, www-authenticate"), Some("origin"))
+        );
+    }
+}
+
+#[tokio::test]
 async fn a_trailing_slash_is_the_same_path() {
     let app = TestApp::new().await;
     let request = ApiGatewayEvent::new("POST", "/plants/")

@@ -92,7 +92,7 @@ async fn every_sample_event_gets_its_expected_response_from_the_bootstrap() {
 #[tokio::test]
 #[ignore = "needs sam build's artifact and a container engine: scripts/test prepares them and runs it"]
 async fn every_http_api_event_gets_its_expected_response_through_sam_local_invoke() {
-    let sam = crate::sam_local::prepared_sam_local();
+    let sam = sam_local::prepared();
     replay_all("events/http-api", Via::SamLocalInvoke(&sam)).await;
 }
 

@@ -17,7 +17,6 @@ mod oidc;
 mod pagination;
 mod quota;
 mod remote_keys;
-mod sam_local;
 mod scopes;
 mod token_cache;
 mod trust;

@@ -2,11 +2,14 @@
 //! function behind cargo lambda's emulator, with a token and without one
 //! (401 everywhere), then the acceptance suite; the seed is the commit's
 //! unless `--seed` says, and a failure prints the command that repeats it.
+//! The full run also sends them through `sam local start-api` once.
 
 use std::process::Command;
 
+use plant_store_local_support::function::Env;
 use plant_store_local_support::keys::{Algorithm, Issuer};
 use plant_store_local_support::process::{Scope, free_port, output, run_logged, tail};
+use plant_store_local_support::sam_local::SamLocal;
 use plant_store_local_support::tools::ensure_python_tools;
 use plant_store_local_support::{Result, log, root, tools_dir};
 
@@ -14,7 +17,8 @@ use crate::acceptance::acceptance_on_local_stack;
 use crate::stack::Stack;
 
 /// Runs the contract tests with at most `max_examples` examples per
-/// operation, from `seed` (else the commit's).
+/// operation, from `seed` (else the commit's), against the function behind
+/// cargo lambda's emulator.
 pub(crate) fn contract_test(max_examples: usize, seed: Option<u64>) -> Result {
     let _scope = Scope::new();
     ensure_python_tools()?;
@@ -28,12 +32,37 @@ pub(crate) fn contract_test(max_examples: usize, seed: Option<u64>) -> Result {
     if let Err(error) = stack.start_built_function(port, &function_log) {
         return Err(format!("{error}\n{}", tail(&function_log, 60)).into());
     }
-    let url = format!("http://127.0.0.1:{port}");
     let seed = seed.unwrap_or_else(commit_seed);
+    run_contract(&format!("http://127.0.0.1:{port}"), &issuer, max_examples, seed)
+}
+
+/// The contract tests through `sam local start-api` (the template's default
+/// edge, the REST API) on `stack`'s DynamoDB Local, as `sam` was prepared.
+pub(crate) fn contract_test_through_sam_local(
+    sam: &SamLocal,
+    stack: &Stack,
+    max_examples: usize,
+) -> Result {
+    let _scope = Scope::new();
+    let issuer = Issuer::generate(&[Algorithm::EdDSA]);
+    stack.create_table("contract-sam-plants")?;
+    let env =
+        Env::function(stack.env.get("AWS_ENDPOINT_URL_DYNAMODB"), "contract-sam-plants", &issuer);
+    let (port, log) = (free_port(), tools_dir().join("contract-sam-local.log"));
+    let _api = sam.start_api(&env, port, &[], Some(&log))?;
+    let ran =
+        run_contract(&format!("http://127.0.0.1:{port}"), &issuer, max_examples, commit_seed());
+    sam.remove_lambda_containers();
+    ran.map_err(|error| format!("{error}\n{}", tail(&log, 60)).into())
+}
+
+/// Schemathesis from openapi.yaml against the API at `url`, with a token and
+/// without one, then the acceptance suite.
+fn run_contract(url: &str, issuer: &Issuer, max_examples: usize, seed: u64) -> Result {
     let reproduce = format!("scripts/contract-test --seed {seed} --max-examples {max_examples}");
     let schemathesis = |hooks: &str, examples: usize, log: &str, headers: &[&str]| -> Result {
         let mut command = Command::new("st");
-        command.args(["run", "openapi.yaml", "--url", &url, "--checks", "all"]);
+        command.args(["run", "openapi.yaml", "--url", url, "--checks", "all"]);
         command.args(["--seed", &seed.to_string(), "--max-examples", &examples.to_string()]);
         command.args(["--generation-database", "none", "--no-color", "--workers", "1"]);
         command.env("SCHEMATHESIS_HOOKS", hooks).env("PYTHONPATH", root().join("tests/contract"));
@@ -48,7 +77,7 @@ pub(crate) fn contract_test(max_examples: usize, seed: Option<u64>) -> Result {
     schemathesis("st_hooks", max_examples, "contract-schemathesis.log", &["-H", &authorization])?;
     log!("Schemathesis without a token: 401 everywhere");
     schemathesis("st_unauthenticated", max_examples / 4 + 1, "contract-schemathesis-401.log", &[])?;
-    acceptance_on_local_stack(&url, &issuer)
+    acceptance_on_local_stack(url, issuer)
 }
 
 /// The commit's first 8 hex digits; outside a git checkout, the day.

@@ -13,7 +13,7 @@ use plant_store_local_support::tools::{
 use plant_store_local_support::{Result, log, tools_dir};
 
 use crate::artifact::sam_build;
-use crate::contract::contract_test;
+use crate::contract::{contract_test, contract_test_through_sam_local};
 use crate::stack::Stack;
 use crate::{bench, fuzz, interface};
 
@@ -108,12 +108,18 @@ fn tests_by_name(stack: &Stack) -> Result {
     let cargo = cargo.env("PLANT_STORE_BOOTSTRAP", bootstrap.join(" "));
     run_required_tests(cargo, ARTIFACT_TESTS, "artifact-test")?;
 
-    log!("sam local: every HTTP API event through sam local invoke, one start-api smoke run");
+    log!("sam local: every HTTP API event through sam local invoke");
     let sam = SamLocal::prepare(stack.dynamodb_port)?;
     let (name, prepared) = sam.handover();
     let cargo = &mut stack.env.command("cargo");
-    run_required_tests(cargo.env(name, prepared), SAM_LOCAL_TESTS, "sam-local-test")
+    run_required_tests(cargo.env(name, prepared), SAM_LOCAL_TESTS, "sam-local-test")?;
+    log!("the contract tests through sam local start-api (the protected edge's REST API), once");
+    contract_test_through_sam_local(&sam, stack, SAM_LOCAL_EXAMPLES)
 }
+
+/// Schemathesis' examples per operation through `sam local start-api`,
+/// where each request takes about a second (docs/testing.md).
+const SAM_LOCAL_EXAMPLES: usize = 10;
 
 /// The tests that plain `cargo test` ignores, each run by name above with
 /// what it needs: moto's Cognito server; the arm64 artifact under qemu-user
@@ -122,10 +128,8 @@ const MOTO_TESTS: &[&str] =
     &["acceptance::the_cognito_mode_creates_signs_in_and_deletes_its_users_on_any_password_policy"];
 const ARTIFACT_TESTS: &[&str] =
     &["events::every_sample_event_gets_its_expected_response_from_the_bootstrap"];
-const SAM_LOCAL_TESTS: &[&str] = &[
-    "events::every_http_api_event_gets_its_expected_response_through_sam_local_invoke",
-    "sam_local::creates_pages_and_preflights_through_sam_local_start_api",
-];
+const SAM_LOCAL_TESTS: &[&str] =
+    &["events::every_http_api_event_gets_its_expected_response_through_sam_local_invoke"];
 
 /// The run's closing line: what `cargo test` ran, what it ignored, and
 /// what ran by name after it. An error if a test it ignored was not run by
