@@ -162,8 +162,12 @@ fn check_headers(headers: Option<&Value>) -> Result<(), ApiError> {
 /// A REST API (or payload format 1.0) event.
 fn v1_request(event: ApiGatewayProxyRequest) -> Result<Request, ApiError> {
     let raw_path = event.path.unwrap_or_default();
-    // The path the client sent: with the stage on the execute-api domain.
-    let client_path = event.request_context.path.clone().unwrap_or_else(|| raw_path.clone());
+    // The path the client sent: with the stage on the execute-api domain. Read
+    // only where it ends with the API's path (sam local puts the resource there).
+    let client_path = match event.request_context.path.clone() {
+        Some(path) if path.ends_with(&raw_path) => path,
+        _ => raw_path.clone(),
+    };
     let query = if event.multi_value_query_string_parameters.is_empty() {
         event.query_string_parameters
     } else {
