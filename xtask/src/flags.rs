@@ -27,7 +27,7 @@ xflags::xflags! {
         cmd test {
             /// Schemathesis' examples per operation behind cargo lambda's emulator (100).
             optional --max-examples n: usize
-            /// Seconds of fuzzing per target (10: a smoke run; `cargo xtask fuzz`
+            /// Seconds of fuzzing per target (5: a smoke run; `cargo xtask fuzz`
             /// runs each for 30).
             optional --fuzz-seconds s: u64
         }

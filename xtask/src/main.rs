@@ -53,7 +53,7 @@ fn task(task: Task) -> Result {
         Task::Token(token) => local_stack::token(&token.owner),
         Task::Test(test) => full_test::full_test(&full_test::Settings {
             max_examples: test.max_examples.unwrap_or(100),
-            fuzz_seconds: test.fuzz_seconds.unwrap_or(10),
+            fuzz_seconds: test.fuzz_seconds.unwrap_or(5),
         }),
         Task::Bench(flags) => bench::bench(&bench::Settings::from_flags(flags)),
         Task::Fuzz(flags) => {
