@@ -1,9 +1,11 @@
 //! The function's configuration, read once at start-up from the environment.
 
 use std::env;
+use std::net::Ipv6Addr;
 use std::path::PathBuf;
 use std::time::Duration;
 
+use lambda_http::http::Uri;
 use tracing_subscriber::filter::LevelFilter;
 
 /// What the function records, as Lambda's advanced logging controls set it
@@ -98,8 +100,9 @@ pub enum AccessTokenRule {
     /// `AUTH_COGNITO_CLIENT_ID`, comma-separated: Amazon Cognito's
     /// `token_use` `access`, issued to one of these app clients.
     Cognito(Vec<String>),
-    /// `AUTH_TOKEN_TYPE`, `at+jwt` (RFC 9068) unless set: the JOSE `typ`.
-    Typed(String),
+    /// `AUTH_TOKEN_TYPE` unset or `at+jwt`: the JOSE `typ` of RFC 9068's
+    /// access tokens ([`is_at_jwt`]).
+    AtJwt,
     /// `AUTH_TOKEN_TYPE=any`, for issuers that do not type access tokens:
     /// only with scopes, which ID tokens do not grant.
     Untyped,
@@ -118,10 +121,10 @@ pub enum KeyConfig {
     Inline(String),
     /// `AUTH_JWKS_URL`, or in Cognito mode `{AUTH_ISSUER}/.well-known/jwks.json`
     /// (Cognito's, with no discovery on a request's path).
-    Url { url: String, refresh: KeyRefresh },
+    Url { url: String, refresh: KeyRefresh, loopback_http: bool },
     /// Neither: the `jwks_uri` of the issuer's OpenID Connect discovery
     /// document, whose `issuer` must be `issuer`.
-    Discovery { issuer: String, refresh: KeyRefresh },
+    Discovery { issuer: String, refresh: KeyRefresh, loopback_http: bool },
 }
 
 /// When the remote key set is fetched again: production runs with the
@@ -187,19 +190,14 @@ impl Config {
         };
         let cognito_client_ids = list("AUTH_COGNITO_CLIENT_ID");
         let cors_allowed_origins = list("CORS_ALLOWED_ORIGINS");
-        if cors_allowed_origins.iter().any(|origin| origin == "*") {
-            return Err(ConfigError::new("CORS_ALLOWED_ORIGINS", "must name origins, never *"));
+        if let Some(origin) = cors_allowed_origins.iter().find(|origin| !is_origin(origin)) {
+            let rule = format!(
+                "must list origins as browsers send them (scheme://host[:port], lowercase, \
+                 no path, no default port), never null or *: {origin:?} is none"
+            );
+            return Err(ConfigError::new("CORS_ALLOWED_ORIGINS", rule));
         }
-        let refresh = KeyRefresh::default();
-        let keys = match (optional("AUTH_JWKS"), optional("AUTH_JWKS_URL")) {
-            (Some(jwks), _) => KeyConfig::Inline(jwks),
-            (None, Some(url)) => KeyConfig::Url { url, refresh },
-            (None, None) if !cognito_client_ids.is_empty() => {
-                let url = format!("{}/.well-known/jwks.json", issuer.trim_end_matches('/'));
-                KeyConfig::Url { url, refresh }
-            }
-            (None, None) => KeyConfig::Discovery { issuer: issuer.clone(), refresh },
-        };
+        let keys = key_config(&optional, &issuer, !cognito_client_ids.is_empty())?;
         let scopes = scope_rules(&optional)?;
         let access = access_rule(optional("AUTH_TOKEN_TYPE"), cognito_client_ids, &scopes)?;
         let audience = optional("AUTH_AUDIENCE");
@@ -226,6 +224,31 @@ impl Config {
     }
 }
 
+/// Where the issuer's keys are (`AUTH_JWKS`, `AUTH_JWKS_URL`, Cognito's,
+/// or discovery), and `AUTH_ISSUER` as a URL they may be fetched from.
+fn key_config(
+    optional: &impl Fn(&str) -> Option<String>,
+    issuer: &str,
+    cognito: bool,
+) -> Result<KeyConfig, ConfigError> {
+    let loopback_http = optional("AUTH_ALLOW_LOOPBACK_HTTP").is_some_and(|v| v.trim() == "true");
+    let url_error = |variable| move |rule| ConfigError::new(variable, rule);
+    issuer_url(issuer, loopback_http).map_err(url_error("AUTH_ISSUER"))?;
+    let refresh = KeyRefresh::default();
+    Ok(match (optional("AUTH_JWKS"), optional("AUTH_JWKS_URL")) {
+        (Some(jwks), _) => KeyConfig::Inline(jwks),
+        (None, Some(url)) => {
+            remote_url(&url, loopback_http).map_err(url_error("AUTH_JWKS_URL"))?;
+            KeyConfig::Url { url, refresh, loopback_http }
+        }
+        (None, None) if cognito => {
+            let url = format!("{}/.well-known/jwks.json", issuer.trim_end_matches('/'));
+            KeyConfig::Url { url, refresh, loopback_http }
+        }
+        (None, None) => KeyConfig::Discovery { issuer: issuer.to_owned(), refresh, loopback_http },
+    })
+}
+
 /// The access-token rule of `AUTH_TOKEN_TYPE` and `AUTH_COGNITO_CLIENT_ID`.
 fn access_rule(
     token_type: Option<String>,
@@ -243,8 +266,67 @@ fn access_rule(
              is told apart by the scopes it does not grant",
         ),
         (Some("any"), true) => Ok(AccessTokenRule::Untyped),
-        (typ, true) => Ok(AccessTokenRule::Typed(typ.unwrap_or("at+jwt").to_owned())),
+        (None, true) => Ok(AccessTokenRule::AtJwt),
+        (Some(typ), true) if is_at_jwt(typ) => Ok(AccessTokenRule::AtJwt),
+        (Some(_), true) => refused("must be at+jwt (RFC 9068's access tokens) or any"),
     }
+}
+
+/// Whether a JOSE `typ` names RFC 9068's access-token type: case-insensitive,
+/// with or without the `application/` prefix (RFC 8725, section 3.11).
+pub fn is_at_jwt(typ: &str) -> bool {
+    let lower = typ.to_ascii_lowercase();
+    lower.strip_prefix("application/").unwrap_or(&lower) == "at+jwt"
+}
+
+/// `url` as a key set or discovery document may be fetched from: an
+/// absolute `https` URL, or `http` to a loopback host where `loopback_http`
+/// allows it (`AUTH_ALLOW_LOOPBACK_HTTP`, local issuers only: in Lambda,
+/// 127.0.0.1:9001 is the Runtime API).
+pub fn remote_url(url: &str, loopback_http: bool) -> Result<Uri, String> {
+    let parsed: Uri = url.parse().map_err(|_| format!("must be a URL; {url:?} is none"))?;
+    let loopback = matches!(parsed.host(), Some("127.0.0.1" | "localhost" | "[::1]"));
+    match parsed.scheme_str() {
+        Some("https") => Ok(parsed),
+        Some("http") if loopback && loopback_http => Ok(parsed),
+        _ => Err(format!("must use https: {url}")),
+    }
+}
+
+/// An issuer is such a URL without a query or fragment (OpenID Connect
+/// Core, section 2): its discovery document is under its path.
+fn issuer_url(issuer: &str, loopback_http: bool) -> Result<(), String> {
+    remote_url(issuer, loopback_http)?;
+    match issuer.contains(['?', '#']) {
+        true => Err(format!("must have no query or fragment: {issuer}")),
+        false => Ok(()),
+    }
+}
+
+/// Whether `origin` is an origin as browsers send it in `Origin` (RFC 6454,
+/// section 6.2): `http` or `https`, `://`, a lowercase host (an IPv6 one in
+/// brackets, as written canonically), and a port only where it is not the
+/// scheme's default; nothing else.
+fn is_origin(origin: &str) -> bool {
+    let Some((scheme, authority)) = origin.split_once("://") else { return false };
+    let default = match scheme {
+        "https" => 443,
+        "http" => 80,
+        _ => return false,
+    };
+    let (host, port) = match authority.rsplit_once(':') {
+        Some((host, port)) if !port.contains(']') => (host, Some(port)),
+        _ => (authority, None),
+    };
+    let name =
+        |byte: u8| byte.is_ascii_lowercase() || byte.is_ascii_digit() || b"-.".contains(&byte);
+    let host = match host.strip_prefix('[').and_then(|host| host.strip_suffix(']')) {
+        Some(ip) => ip.parse::<Ipv6Addr>().is_ok_and(|parsed| parsed.to_string() == ip),
+        None => !host.is_empty() && host.bytes().all(name),
+    };
+    let usable =
+        |port: &str| !port.starts_with('0') && port.parse::<u16>().is_ok_and(|p| p != default);
+    host && port.is_none_or(usable)
 }
 
 /// `MAX_PLANTS_PER_OWNER`: 0 to [`MAX_PLANTS_PER_OWNER_LIMIT`], or the default.
@@ -307,20 +389,74 @@ mod tests {
     fn keys_are_inline_or_the_url_given_or_cognitos_or_found_by_discovery() {
         let keys = |pairs: &[_]| config(pairs).unwrap().keys;
         let (issuer, refresh) = ("https://t.auth0.com/".into(), KeyRefresh::default());
-        assert_eq!(keys(&[]), KeyConfig::Discovery { issuer, refresh });
-        let url = ("AUTH_JWKS_URL", "https://keys.example/jwks");
-        assert_eq!(keys(&[url]), KeyConfig::Url { url: url.1.into(), refresh });
+        let loopback_http = false;
+        assert_eq!(keys(&[]), KeyConfig::Discovery { issuer, refresh, loopback_http });
+        let url = ("AUTH_JWKS_URL", "https://keys.example/jwks?appid=a");
+        assert_eq!(keys(&[url]), KeyConfig::Url { url: url.1.into(), refresh, loopback_http });
         let cognito = [("AUTH_ISSUER", "https://c.example/pool/"), ("AUTH_COGNITO_CLIENT_ID", "a")];
         let url = "https://c.example/pool/.well-known/jwks.json".into();
-        assert_eq!(keys(&cognito), KeyConfig::Url { url, refresh });
+        assert_eq!(keys(&cognito), KeyConfig::Url { url, refresh, loopback_http });
         assert_eq!(keys(&[("AUTH_JWKS", "{}")]), KeyConfig::Inline("{}".into()));
+    }
+
+    #[test]
+    fn the_issuer_and_its_keys_are_https_urls_and_loopback_http_is_asked_for() {
+        let local = [("AUTH_ISSUER", "http://127.0.0.1:9001"), ("AUTH_JWKS_URL", "http://[::1]/k")];
+        for (pairs, refused) in [
+            (
+                &[("AUTH_ISSUER", "https://t.example/?tenant=a")][..],
+                "AUTH_ISSUER must have no query",
+            ),
+            (&[("AUTH_ISSUER", "https://t.example/#a")], "AUTH_ISSUER must have no query"),
+            (&[("AUTH_ISSUER", "t.example")], "AUTH_ISSUER must use https"),
+            (&local, "AUTH_ISSUER must use https: http://127.0.0.1:9001"),
+            (&[("AUTH_JWKS_URL", "http://localhost/k")], "AUTH_JWKS_URL must use https"),
+        ] {
+            let error = config(pairs).unwrap_err();
+            assert!(error.contains(refused), "{error}");
+        }
+        let allowed = [local[0], local[1], ("AUTH_ALLOW_LOOPBACK_HTTP", "true")];
+        assert!(matches!(
+            config(&allowed).unwrap().keys,
+            KeyConfig::Url { loopback_http: true, .. }
+        ));
+    }
+
+    #[test]
+    fn cors_origins_are_origins_as_browsers_send_them() {
+        let origins = |list: &str| config(&[("CORS_ALLOWED_ORIGINS", list)]);
+        let listed = "https://app.example, http://localhost:5173,https://[2001:db8::1]:8443";
+        assert_eq!(origins(listed).unwrap().cors_allowed_origins.len(), 3);
+        for refused in [
+            "null",
+            "*",
+            "https://app.example/",
+            "https://app.example/plants",
+            "https://App.example",
+            "HTTPS://app.example",
+            "https://app.example:443",
+            "http://a.example:80",
+            "ftp://a.example",
+            "https://a.example:0",
+            "https://a.example:08080",
+            "https://a.example:65536",
+            "https://user@a.example",
+            "https://[2001:DB8::1]",
+            "https://[2001:db8:0::1]",
+            "https://",
+        ] {
+            let list = format!("https://ok.example,{refused}");
+            let error = origins(&list).unwrap_err();
+            assert!(error.contains(&format!("{refused:?} is none")), "{refused}: {error}");
+        }
     }
 
     #[test]
     fn access_tokens_are_typed_at_jwt_unless_cognito_or_any_with_scopes() {
         let access = |pairs: &[_]| config(pairs).map(|config| config.rules.access);
-        let at_jwt = Ok(AccessTokenRule::Typed("at+jwt".into()));
-        assert_eq!((access(&[]), access(&[("AUTH_TOKEN_TYPE", " ")])), (at_jwt.clone(), at_jwt));
+        for typ in [" ", "at+jwt", "Application/AT+JWT"] {
+            assert_eq!(access(&[("AUTH_TOKEN_TYPE", typ)]), Ok(AccessTokenRule::AtJwt), "{typ}");
+        }
         let cognito = [("AUTH_AUDIENCE", ""), ("AUTH_COGNITO_CLIENT_ID", "users, machine,")];
         let clients = vec!["users".into(), "machine".into()];
         assert_eq!(access(&cognito), Ok(AccessTokenRule::Cognito(clients)));
@@ -332,7 +468,8 @@ mod tests {
             (&typed_cognito[..], "token_use"),
             (&[any], "AUTH_SCOPE_READ"),
             (&[("AUTH_AUDIENCE", " ")], "AUTH_COGNITO_CLIENT_ID"),
-            (&[("CORS_ALLOWED_ORIGINS", "https://a.example, *")], "never *"),
+            // `jwt` would admit ID tokens typed JWT, without any's guard.
+            (&[("AUTH_TOKEN_TYPE", "jwt")], "must be at+jwt (RFC 9068's access tokens) or any"),
             (&[("PLANTS_TABLE", "")], "PLANTS_TABLE"),
             (&[("AUTH_ISSUER", "")], "AUTH_ISSUER"),
         ] {

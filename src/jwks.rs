@@ -21,7 +21,7 @@ use serde::Deserialize;
 use serde_json::json;
 use serde_json::value::RawValue;
 
-use crate::config::{KeyConfig, KeyRefresh};
+use crate::config::{KeyConfig, KeyRefresh, remote_url};
 use crate::domain::limits::echoed;
 use crate::https::{Connector, Https};
 use crate::xray;
@@ -150,23 +150,22 @@ pub struct KeysUnavailable(pub String);
 impl KeySource {
     /// `https`: the client a remote key set is fetched with.
     pub fn from_config(config: &KeyConfig, https: &Https) -> Result<Self, KeySourceError> {
-        let remote = |location, refresh| {
-            let remote = RemoteKeys::new(location, refresh, https);
-            Ok(Self::Remote(Box::new(remote)))
-        };
-        match config {
-            KeyConfig::Inline(jwks) => Self::inline(jwks),
-            KeyConfig::Url { url, refresh } => remote(Location::Jwks(remote_url(url)?), *refresh),
-            KeyConfig::Discovery { issuer, refresh } => {
+        let (location, refresh, loopback_http) = match config {
+            KeyConfig::Inline(jwks) => return Self::inline(jwks),
+            KeyConfig::Url { url, refresh, loopback_http } => {
+                (Location::Jwks(remote_url(url, *loopback_http)?), refresh, *loopback_http)
+            }
+            KeyConfig::Discovery { issuer, refresh, loopback_http } => {
                 // OpenID Connect Discovery 1.0, section 4: the issuer without
                 // a trailing slash, then the well-known path.
                 let url =
                     format!("{}/.well-known/openid-configuration", issuer.trim_end_matches('/'));
-                let location =
-                    Location::Discovery { url: remote_url(&url)?, issuer: issuer.clone() };
-                remote(location, *refresh)
+                let url = remote_url(&url, *loopback_http)?;
+                (Location::Discovery { url, issuer: issuer.clone() }, refresh, *loopback_http)
             }
-        }
+        };
+        let remote = RemoteKeys::new(location, *refresh, loopback_http, https);
+        Ok(Self::Remote(Box::new(remote)))
     }
 
     /// A fixed key set (`AUTH_JWKS`), which must hold a usable key.
@@ -214,18 +213,6 @@ impl KeySource {
     }
 }
 
-/// `url` as a remote key source may fetch it: `https://`, or `http://` to a
-/// loopback host.
-fn remote_url(url: &str) -> Result<Uri, KeySourceError> {
-    let parsed: Uri = url.parse().map_err(|_| KeySourceError::NotAUrl(url.to_owned()))?;
-    let loopback = matches!(parsed.host(), Some("127.0.0.1" | "localhost" | "[::1]"));
-    match parsed.scheme_str() {
-        Some("https") => Ok(parsed),
-        Some("http") if loopback => Ok(parsed),
-        _ => Err(KeySourceError::NotHttps(url.to_owned())),
-    }
-}
-
 /// Why the configured key source cannot be used: the function does not start.
 #[derive(Debug, thiserror::Error)]
 pub enum KeySourceError {
@@ -233,10 +220,14 @@ pub enum KeySourceError {
     NotAJwks(NotAJwks),
     #[error("AUTH_JWKS: no usable signing key (RS256, ES256 or EdDSA with a kid)")]
     NoUsableKey,
-    #[error("the key URL {0:?} is not a URL")]
-    NotAUrl(String),
-    #[error("the key URL {0} must use https")]
-    NotHttps(String),
+    #[error("the key URL {0}")]
+    Url(String),
+}
+
+impl From<String> for KeySourceError {
+    fn from(rule: String) -> Self {
+        Self::Url(rule)
+    }
 }
 
 /// A fetch that failed, naming the URL it fetched.
@@ -263,8 +254,8 @@ struct State {
     /// The issuer's last word: the key set of the last fetch that parsed,
     /// and when it was fetched.
     keys: Option<(Arc<KeySet>, Instant)>,
-    /// The key set's URL the discovery document named, and when.
-    discovered: Option<(Uri, Instant)>,
+    /// The key set's URL the discovery document last named.
+    discovered: Option<Uri>,
     last_attempt: Option<Instant>,
     /// Why the last fetch failed, if it did: an unknown `kid` is then unknowable.
     last_failure: Option<String>,
@@ -274,6 +265,8 @@ struct State {
 pub struct RemoteKeys {
     location: Location,
     refresh: KeyRefresh,
+    /// Whether a discovered key set may be on plain HTTP to a loopback host.
+    loopback_http: bool,
     client: Client<Connector, Empty<Bytes>>,
     state: RwLock<State>,
     /// Held for the duration of a fetch: one fetch at a time.
@@ -288,9 +281,10 @@ struct Discovery {
 }
 
 impl RemoteKeys {
-    fn new(location: Location, refresh: KeyRefresh, https: &Https) -> Self {
+    fn new(location: Location, refresh: KeyRefresh, loopback_http: bool, https: &Https) -> Self {
         let client = Client::builder(TokioExecutor::new()).build(https.connector());
-        Self { location, refresh, client, state: RwLock::default(), fetching: Default::default() }
+        let (state, fetching) = Default::default();
+        Self { location, refresh, loopback_http, client, state, fetching }
     }
 
     fn read_state(&self) -> std::sync::RwLockReadGuard<'_, State> {
@@ -366,18 +360,32 @@ impl RemoteKeys {
     }
 
     /// The key set's URL: the configured one, or the one the issuer's
-    /// discovery document names (fetched again once it is `max_age` old),
-    /// trusted only if the document's `issuer` is exactly `AUTH_ISSUER`.
+    /// discovery document names, read again with every fetch of the keys
+    /// (so that a moved key set is followed from the next fetch on) and
+    /// trusted only if its `issuer` is exactly `AUTH_ISSUER`. While the
+    /// document cannot be read, the URL it last named serves.
     async fn jwks_url(&self) -> Result<Uri, FetchError> {
         let (url, issuer) = match &self.location {
             Location::Jwks(url) => return Ok(url.clone()),
             Location::Discovery { url, issuer } => (url, issuer),
         };
-        if let Some((jwks, at)) = &self.read_state().discovered
-            && at.elapsed() < self.refresh.max_age
-        {
-            return Ok(jwks.clone());
+        let discovered = self.discover(url, issuer).await;
+        let mut state = self.state.write().unwrap_or_else(|poisoned| poisoned.into_inner());
+        match (discovered, &state.discovered) {
+            (Ok(jwks), _) => {
+                state.discovered = Some(jwks.clone());
+                Ok(jwks)
+            }
+            (Err(error), Some(last)) => {
+                tracing::warn!(%error, jwks_uri = %last, "discovery failed; the key set's last URL serves");
+                Ok(last.clone())
+            }
+            (Err(error), None) => Err(error),
         }
+    }
+
+    /// The `jwks_uri` of the discovery document at `url`, if its `issuer` is `issuer`.
+    async fn discover(&self, url: &Uri, issuer: &str) -> Result<Uri, FetchError> {
         let read = |text: &str| serde_json::from_str::<Discovery>(text).map_err(|e| e.to_string());
         let document = self.get(url, read).await?;
         let failed = |cause: String| FetchError { url: url.to_string(), cause };
@@ -387,10 +395,7 @@ impl RemoteKeys {
                 "its issuer {named:?} is not AUTH_ISSUER {issuer:?} exactly: its keys are not trusted"
             )));
         }
-        let jwks = remote_url(&document.jwks_uri).map_err(|error| failed(error.to_string()))?;
-        tracing::info!(jwks_uri = %jwks, "found the key set by discovery");
-        let mut state = self.state.write().unwrap_or_else(|poisoned| poisoned.into_inner());
-        state.discovered = Some((jwks.clone(), Instant::now()));
+        let jwks = remote_url(&document.jwks_uri, self.loopback_http).map_err(failed)?;
         Ok(jwks)
     }
 
@@ -448,15 +453,15 @@ mod tests {
         let https = Https::new(&Default::default()).unwrap();
         let url = |url: &str| {
             let (url, refresh) = (url.into(), KeyRefresh::default());
-            KeySource::from_config(&KeyConfig::Url { url, refresh }, &https)
+            KeySource::from_config(&KeyConfig::Url { url, refresh, loopback_http: false }, &https)
         };
         let inline = |jwks: &str| KeySource::inline(jwks).err().unwrap().to_string();
         assert!(inline("{}").contains("not a JWKS"));
         assert!(inline(r#"{"keys": []}"#).contains("no usable signing key"));
-        assert!(matches!(url("not a url"), Err(KeySourceError::NotAUrl(_))));
-        let plain = url("http://issuer.example/jwks").err().unwrap().to_string();
-        assert_eq!(plain, "the key URL http://issuer.example/jwks must use https");
-        assert!(url("http://127.0.0.1:9/jwks").is_ok());
+        let error = |given: &str| url(given).err().unwrap().to_string();
+        assert_eq!(error("not a url"), r#"the key URL must be a URL; "not a url" is none"#);
+        let plain = "the key URL must use https: http://issuer.example/jwks";
+        assert_eq!(error("http://issuer.example/jwks"), plain);
     }
 
     #[test]

@@ -26,7 +26,7 @@ pub fn rules(scopes: Option<ScopeRules>) -> TokenRules {
     TokenRules {
         issuer: ISSUER.into(),
         audience: Some(AUDIENCE.into()),
-        access: AccessTokenRule::Typed("at+jwt".into()),
+        access: AccessTokenRule::AtJwt,
         scopes,
     }
 }

@@ -53,7 +53,7 @@ pub fn token_rules() -> TokenRules {
     TokenRules {
         issuer: ISSUER.into(),
         audience: Some(AUDIENCE.into()),
-        access: AccessTokenRule::Typed("at+jwt".into()),
+        access: AccessTokenRule::AtJwt,
         scopes: None,
     }
 }

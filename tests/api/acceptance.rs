@@ -113,7 +113,8 @@ async fn cognito_app(moto: &MotoCognito, pool: &Pool) -> TestApp {
     let access = AccessTokenRule::Cognito(vec![pool.client_id.clone()]);
     let rules = TokenRules { issuer: pool.issuer(), audience: None, access, scopes: None };
     let https = Https::new(&Default::default()).unwrap();
-    let config = KeyConfig::Url { url: moto.jwks_url(pool), refresh: KeyRefresh::default() };
+    let (url, refresh) = (moto.jwks_url(pool), KeyRefresh::default());
+    let config = KeyConfig::Url { url, refresh, loopback_http: true };
     let keys = KeySource::from_config(&config, &https).unwrap();
     keys.load().await;
     TestApp::with_verifier(Verifier::new(keys, &rules)).await

@@ -32,7 +32,7 @@ async fn wait_out(interval: Duration) {
 fn remote_source(server: &KeyServer, refresh: KeyRefresh) -> KeySource {
     let url = server.jwks_url.clone();
     let https = Https::new(&TrustConfig::default()).unwrap();
-    KeySource::from_config(&KeyConfig::Url { url, refresh }, &https).unwrap()
+    KeySource::from_config(&KeyConfig::Url { url, refresh, loopback_http: true }, &https).unwrap()
 }
 
 /// The app as production starts it: the first fetch at init (`prepare`).
@@ -216,4 +216,38 @@ async fn the_last_good_key_set_serves_through_failed_fetches_for_its_maximum_age
     server.set(Behaviour::Serve(keys().jwks.clone()));
     wait_out(refresh.refetch_interval).await;
     assert_eq!(app.get(&bearer("alice"), "").await.status, 200);
+}
+
+#[tokio::test]
+async fn a_moved_key_set_is_followed_and_serves_through_a_discovery_outage() {
+    let (old, new) = (keys().eddsa(), SigningKey::generate(Algorithm::EdDSA).unwrap());
+    let (a, b) = (SigningKey::jwks_json(&[old]), SigningKey::jwks_json(&[&new]));
+    let (a, b) = (KeyServer::start(a).await, KeyServer::start(b).await);
+    let issuer = KeyServer::start(String::new()).await;
+    let url = format!("http://127.0.0.1:{}", issuer.port());
+    let naming = |keys: &KeyServer| json!({"issuer": url, "jwks_uri": keys.jwks_url}).to_string();
+    issuer.set(Behaviour::Serve(naming(&a)));
+    let refresh = KeyRefresh {
+        refetch_interval: Duration::from_millis(500),
+        max_age: Duration::from_secs(2),
+        keep_last_good: Duration::from_millis(2500),
+        ..REFRESH
+    };
+    let config = KeyConfig::Discovery { issuer: url.clone(), refresh, loopback_http: true };
+    let keys = KeySource::from_config(&config, &Https::new(&TrustConfig::default()).unwrap());
+    let app = TestApp::with_verifier(Verifier::new(keys.unwrap(), &token_rules())).await;
+    app.api.prepare().await;
+    let token = |key: &SigningKey| format!("Bearer {}", key.sign(&claims("alice")).unwrap());
+    assert_eq!(app.get(&token(old), "").await.status, 200);
+    // The issuer names another key set, the old one still up: a token of
+    // the new key is verified from the next fetch on.
+    issuer.set(Behaviour::Serve(naming(&b)));
+    wait_out(refresh.refetch_interval).await;
+    assert_eq!(app.get(&token(&new), "").await.status, 200, "the moved key set");
+    // The discovery document gone past the keys' age and the last good
+    // set's: the key set it last named serves.
+    issuer.set(Behaviour::Status(500));
+    wait_out(refresh.keep_last_good).await;
+    assert_eq!(app.get(&token(&new), "").await.status, 200, "through the outage");
+    assert_eq!((a.fetches(), b.fetches()), (1, 2));
 }

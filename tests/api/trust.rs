@@ -14,7 +14,8 @@ use plant_store_testkit::{TestApp, assert_accepted, bearer, keys, token_rules};
 /// The function as `main` builds it, its keys at `url`, trusting `trust`.
 async fn app_trusting(trust: &TrustConfig, url: &str) -> TestApp {
     let https = Https::new(trust).unwrap();
-    let config = KeyConfig::Url { url: url.to_owned(), refresh: KeyRefresh::default() };
+    let (url, refresh) = (url.to_owned(), KeyRefresh::default());
+    let config = KeyConfig::Url { url, refresh, loopback_http: false };
     let keys = KeySource::from_config(&config, &https).unwrap();
     keys.load().await;
     TestApp::with_verifier(Verifier::new(keys, &token_rules())).await

@@ -159,7 +159,11 @@ async fn a_key_fetch_within_an_invocation_is_a_call_to_the_issuer() {
     let server = KeyServer::start(keys().jwks.clone()).await;
     server.set(Behaviour::Status(503));
     let daemon = XRayDaemon::start().await;
-    let remote_keys = [("AUTH_JWKS", ""), ("AUTH_JWKS_URL", server.jwks_url.as_str())];
+    let remote_keys = [
+        ("AUTH_JWKS", ""),
+        ("AUTH_JWKS_URL", server.jwks_url.as_str()),
+        ("AUTH_ALLOW_LOOPBACK_HTTP", "true"),
+    ];
     let function = start_function(&app, &daemon, None, &remote_keys).await;
     server.set(Behaviour::Serve(keys().jwks.clone()));
     // Production's retry without keys is 1 s.
