@@ -15,6 +15,8 @@ use plant_store_testkit::{
 use plant_store_testkit::{SigningKey, unix_now};
 use serde_json::{Value, json};
 
+use crate::template::caller_key;
+
 #[tokio::test]
 async fn tokens_of_every_accepted_algorithm_verify() {
     let app = TestApp::new().await;
@@ -62,10 +64,16 @@ async fn the_authorization_header_holds_one_bearer_token_or_gets_401() {
     for (authorization, challenge) in cases.chain(malformed.iter().map(|v| (v, INVALID_TOKEN))) {
         assert_refused(&app, authorization, challenge, authorization).await;
     }
-    // 1*SP after the scheme, which is case-insensitive; only spaces and tabs
-    // are HTTP's whitespace around the token.
-    for spaced in [format!("Bearer   {token}\t "), format!("bEaReR {token}")] {
-        assert_eq!(app.get(&spaced, "").await.status, 200, "{spaced:?}");
+    // The scheme in any case, 1*SP, the token and nothing else: each
+    // spelling is one key of the firewall's per-caller limit.
+    let spellings = [alice.clone(), format!("Bearer   {token}"), format!("bEaReR {token}")];
+    for spelled in &spellings {
+        assert_eq!(app.get(spelled, "").await.status, 200, "{spelled:?}");
+    }
+    let keys: std::collections::HashSet<_> = spellings.iter().map(|s| caller_key(s)).collect();
+    assert_eq!(keys.len(), 1, "{keys:?}");
+    for extra in [format!("{alice} "), format!("{alice}\t"), format!("Bearer \t{token}")] {
+        assert_refused(&app, &extra, INVALID_TOKEN, &extra).await;
     }
 }
 
@@ -218,6 +226,7 @@ async fn an_id_token_is_refused_and_an_access_token_of_the_same_issuer_passes() 
         let settings = |variable: &str| match variable {
             "PLANTS_TABLE" => Some("plants".to_owned()),
             "AUTH_JWKS_URL" => Some(server.jwks_url.clone()),
+            "AUTH_ALLOW_LOOPBACK_HTTP" => Some("true".to_owned()),
             _ => vendor["settings"][variable].as_str().map(str::to_owned),
         };
         let config = Config::from_lookup(settings).unwrap();

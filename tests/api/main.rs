@@ -18,6 +18,7 @@ mod pagination;
 mod quota;
 mod remote_keys;
 mod scopes;
+mod template;
 mod token_cache;
 mod trust;
 mod xray;
