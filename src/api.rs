@@ -21,7 +21,7 @@ use crate::event::{self, InvocationResponse};
 use crate::metrics::{RequestMetrics, emf_line};
 use crate::response::json_response;
 use crate::route::{Operation, Route};
-use crate::store::{Created, Deadline, PlantStore};
+use crate::store::{Created, Deadline, PlantStore, StoredPlant};
 use crate::xray;
 
 /// The Plant Store API: the handler that production and the tests both run.
@@ -155,14 +155,11 @@ impl PlantApi {
         let new = timed(&mut steps.parse, parsed).await?;
         let created = timed(&mut steps.store, self.store.create(owner, &new, deadline));
         match created.await? {
-            Created::New => {}
-            Created::AlreadyStored(stored) => new.check_retry_of(&stored)?,
-            Created::LimitReached => {
-                let max = self.store.max_plants_per_owner();
-                return Err(ApiError::TooManyPlants(max));
-            }
+            Created::New | Created::Retry => {}
+            Created::Conflict => return Err(ApiError::Conflict(new.id)),
+            Created::LimitReached(max) => return Err(ApiError::TooManyPlants(max)),
         }
-        Ok(json_response(StatusCode::OK, &new.plant))
+        Ok(json_response(StatusCode::OK, &StoredPlant::from(&new.plant)))
     }
 
     async fn list_plants(
@@ -180,10 +177,11 @@ impl PlantApi {
         let page = timed(&mut steps.store, listed).await?;
         let mut response = json_response(StatusCode::OK, &page.plants);
         if let Some(after) = page.next_after {
-            // RFC 8288, relative to the path as the caller saw it.
+            // RFC 8288, relative to the path as the caller saw it, with one
+            // leading slash: `//host/...` would name another host.
             let next = format!(
-                "<{}?limit={}&cursor={}>; rel=\"next\"",
-                request.uri().path(),
+                "</{}?limit={}&cursor={}>; rel=\"next\"",
+                request.uri().path().trim_start_matches('/'),
                 limit.get(),
                 Cursor::after(after).encode()
             );

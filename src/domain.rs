@@ -7,8 +7,8 @@ use std::fmt;
 
 use base64::Engine;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
+use serde::Deserialize;
 use serde::de::{Deserializer, MapAccess, Visitor};
-use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
 use limits::{LIMIT_DEFAULT, LIMIT_MAX, MAX_SUBJECT_BYTES, NAME_MAX_CHARS, TAG_MAX_CHARS};
@@ -118,10 +118,8 @@ impl fmt::Display for PlantId {
 
 /// Text of 1 to `MAX` characters, no control characters, and unless
 /// `BLANK_OK` not only whitespace: every text field of a plant, as a
-/// request gives it ([`Text::parse`]). Deserialized only from the table,
-/// whose text was accepted once and stays readable: no rule is checked again.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(transparent)]
+/// request gives it ([`Text::parse`], the only way to make one).
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Text<const MAX: usize, const BLANK_OK: bool = true>(String);
 
 /// A plant's name: not blank.
@@ -157,13 +155,11 @@ impl<const MAX: usize, const BLANK_OK: bool> Field for Text<MAX, BLANK_OK> {
     }
 }
 
-/// A Plant as the API answers it and the table stores it: the id is never
-/// echoed, and an absent field is left out rather than sent as `null`.
-/// Adding a field is a line here and one in [`Plant::read`].
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+/// A Plant as a request gives it, every field by its rules; the table's
+/// form, and the answer's, is `store::StoredPlant`.
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Plant {
     pub name: PlantName,
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub tag: Option<PlantTag>,
 }
 
@@ -181,18 +177,7 @@ pub struct NewPlant {
     pub plant: Plant,
 }
 
-/// A create whose id is already stored under other content.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Conflict(pub PlantId);
-
 impl NewPlant {
-    /// The contract's rule when this id is already stored: the same plant
-    /// again is a safe retry, answered as the first time; other content is a
-    /// conflict, and the stored plant stays as it is.
-    pub fn check_retry_of(&self, stored: &Plant) -> Result<(), Conflict> {
-        if *stored == self.plant { Ok(()) } else { Err(Conflict(self.id)) }
-    }
-
     /// Parses a request body. Fields the contract does not name are ignored.
     pub fn from_json(body: &[u8]) -> Result<Self, PlantError> {
         let mut fields: Fields =

@@ -9,7 +9,7 @@ use lambda_http::{Body, Response};
 
 use crate::auth::AuthError;
 use crate::domain::limits::{LIMIT_MAX, MAX_BODY_BYTES, echoed};
-use crate::domain::{Conflict, PlantError, PlantId};
+use crate::domain::{PlantError, PlantId};
 use crate::response::json_response;
 use crate::store::StoreError;
 
@@ -131,12 +131,6 @@ impl ApiError {
             Self::Unavailable(detail) | Self::Internal(detail) => Some(detail.clone()),
             _ => None,
         }
-    }
-}
-
-impl From<Conflict> for ApiError {
-    fn from(Conflict(id): Conflict) -> Self {
-        Self::Conflict(id)
     }
 }
 

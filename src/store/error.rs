@@ -1,5 +1,6 @@
 //! A store failure, classified once here from what the SDK reports.
 
+use aws_sdk_dynamodb::config::http::HttpResponse;
 use aws_sdk_dynamodb::error::{DisplayErrorContext, ProvideErrorMetadata, SdkError};
 
 /// DynamoDB's throttling error codes: try again later, and nothing was
@@ -20,10 +21,10 @@ pub enum StoreError {
     Unexpected(String),
 }
 
-/// Whether DynamoDB refused a write before applying it (throttled), so that
-/// the count it took may be given back.
-pub(super) fn refused_unwritten<E: ProvideErrorMetadata, R>(error: &SdkError<E, R>) -> bool {
-    service_code(error).is_some_and(|code| THROTTLING_CODES.contains(&code))
+/// Whether DynamoDB refused a write before applying it (any 4xx: throttled,
+/// invalid, not allowed), so that the count it took may be given back.
+pub(super) fn refused_unwritten<E>(error: &SdkError<E, HttpResponse>) -> bool {
+    matches!(error, SdkError::ServiceError(refused) if refused.raw().status().is_client_error())
 }
 
 /// Whether the error is the failed condition of a conditional write.

@@ -2,8 +2,7 @@
 //! the tests read it too; `template.yaml` declares the same key).
 //!
 //! Partition key `owner` (S, the token's `sub`), sort key `id` (N); the
-//! Plant's fields as its JSON has them (a string is S, a number N), an
-//! absent one absent. Each owner's count is one item of its own partition,
+//! plant's `name` and `tag` (S), an absent tag absent ([`StoredPlant`]). Each owner's count is one item of its own partition,
 //! keyed by the owner and a suffix that makes it longer than any owner
 //! ([`counter_partition`]), with `id` 0 and `plants` (N). Anything in an
 //! owner's partition whose `id` is no int64 is no plant, and is passed over
@@ -12,7 +11,7 @@
 use std::collections::HashMap;
 
 use aws_sdk_dynamodb::types::{AttributeValue, KeyType, ScalarAttributeType};
-use serde_json::{Map, Value};
+use serde::Serialize;
 
 use crate::domain::limits::MAX_SUBJECT_BYTES;
 use crate::domain::{NewPlant, Owner, Plant, PlantId};
@@ -48,39 +47,46 @@ pub(super) fn item_key(owner: &Owner, id: PlantId) -> Item {
     ])
 }
 
-/// The item that stores `new` for `owner`: its key and the Plant's fields.
-pub(super) fn plant_item(owner: &Owner, new: &NewPlant) -> Item {
-    let mut item = item_key(owner, new.id);
-    if let Ok(Value::Object(fields)) = serde_json::to_value(&new.plant) {
-        for (name, value) in fields {
-            let attribute = match value {
-                Value::String(text) => AttributeValue::S(text),
-                other => AttributeValue::N(other.to_string()),
-            };
-            item.insert(name, attribute);
-        }
-    }
-    item
+/// A plant as the table holds it, read attribute by attribute (`name` a
+/// string, `tag` absent or a string, any other attribute passed over), and
+/// answered as the API's Plant: what a request once stored, under the rules
+/// of its day, is never checked against today's (docs/contract.md).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct StoredPlant {
+    name: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    tag: Option<String>,
 }
 
-/// Reads a stored item back as a Plant by its shape (each field of its
-/// type), not by today's rules for a request: what was accepted once stays
-/// readable when a rule tightens (docs/contract.md). The error says what is
-/// wrong.
-pub(super) fn plant_from_item(item: &Item) -> Result<Plant, String> {
-    let fields: Map<String, Value> = item
-        .iter()
-        .filter(|(name, _)| ![OWNER.name, ID.name].contains(&name.as_str()))
-        .map(|(name, value)| {
-            let value = match value {
-                AttributeValue::S(text) => Value::String(text.clone()),
-                AttributeValue::N(number) => number.parse().unwrap_or(Value::Null),
-                _ => Value::Null,
-            };
-            (name.clone(), value)
-        })
-        .collect();
-    serde_json::from_value(Value::Object(fields)).map_err(|error| format!("stored item: {error}"))
+impl StoredPlant {
+    /// The plant `item` stores; `None` for an item of another shape
+    /// (written by hand or by a migration), which is no plant of the API's.
+    pub(super) fn read(item: &Item) -> Option<Self> {
+        let text = |attribute| item.get(attribute).map(|value| value.as_s().ok().cloned());
+        let tag = match text("tag") {
+            None => None,
+            Some(tag) => Some(tag?),
+        };
+        Some(Self { name: text("name")??, tag })
+    }
+}
+
+impl From<&Plant> for StoredPlant {
+    fn from(plant: &Plant) -> Self {
+        let tag = plant.tag.as_ref().map(|tag| tag.as_str().to_owned());
+        Self { name: plant.name.as_str().to_owned(), tag }
+    }
+}
+
+/// The item that stores `new` for `owner`: its key and the plant's fields.
+pub(super) fn plant_item(owner: &Owner, new: &NewPlant) -> Item {
+    let StoredPlant { name, tag } = StoredPlant::from(&new.plant);
+    let mut item = item_key(owner, new.id);
+    item.insert("name".into(), AttributeValue::S(name));
+    if let Some(tag) = tag {
+        item.insert("tag".into(), AttributeValue::S(tag));
+    }
+    item
 }
 
 /// A partition that no token can name (longer than any [`Owner`]), for a

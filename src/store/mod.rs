@@ -12,7 +12,7 @@ use aws_sdk_dynamodb::operation::put_item::PutItemError;
 use aws_sdk_dynamodb::operation::query::builders::QueryFluentBuilder;
 use aws_sdk_dynamodb::types::{AttributeValue, ReturnValuesOnConditionCheckFailure};
 
-use crate::domain::{Limit, NewPlant, Owner, Plant, PlantId};
+use crate::domain::{Limit, NewPlant, Owner, PlantId};
 
 pub mod client;
 mod error;
@@ -22,9 +22,9 @@ mod xray;
 pub use client::{MAX_ATTEMPTS, STORE_BUDGET, client_config};
 pub use error::StoreError;
 use error::{condition_failed, refused_unwritten};
+pub use layout::StoredPlant;
 use layout::{
-    ID, OWNER, PLANT_COUNT, counter_key, item_key, nobodys_partition, plant_from_item, plant_id,
-    plant_item,
+    ID, OWNER, PLANT_COUNT, counter_key, item_key, nobodys_partition, plant_id, plant_item,
 };
 
 /// The most that warming the connection may add to init when DynamoDB is
@@ -73,19 +73,26 @@ impl Deadline {
     }
 }
 
-/// The answer to a create: the plant is new, a plant already has that id,
-/// or the owner has as many plants as allowed.
-#[derive(Debug)]
+/// What a create did: wrote the plant; found it stored already (the same
+/// plant again is a safe retry: docs/contract.md); found the id taken by
+/// anything else; or found the owner at the bound (the most plants allowed).
+#[derive(Debug, PartialEq, Eq)]
 pub enum Created {
     New,
-    AlreadyStored(Plant),
-    LimitReached,
+    Retry,
+    Conflict,
+    LimitReached(u32),
 }
+
+/// The most a page's plants may take as JSON: the invocation's answer holds
+/// the page escaped in a JSON string (each byte at most two), within
+/// Lambda's 6 MB response payload.
+const MAX_PAGE_BYTES: usize = 3_000_000;
 
 /// One page of a listing.
 #[derive(Debug)]
 pub struct Page {
-    pub plants: Vec<Plant>,
+    pub plants: Vec<StoredPlant>,
     /// Set when more plants exist: the id the next page starts after.
     pub next_after: Option<PlantId>,
 }
@@ -111,11 +118,6 @@ impl PlantStore {
         let traced = self.client.config().to_builder();
         let traced = traced.interceptor(xray::Traced(self.table.clone()));
         Self { client: Client::from_conf(traced.build()), ..self }
-    }
-
-    /// How many plants one owner may store (0: no bound).
-    pub fn max_plants_per_owner(&self) -> u32 {
-        self.bound.map_or(0, NonZeroU32::get)
     }
 
     /// Connects to DynamoDB during init, where Lambda gives the function full
@@ -147,25 +149,24 @@ impl PlantStore {
         new: &NewPlant,
         deadline: Deadline,
     ) -> Result<Created, StoreError> {
+        let put = || deadline.run(async { Ok(self.put(owner, new).await) });
         let Some(bound) = self.bound else {
-            return deadline.run(self.put(owner, new)).await?.into();
+            return put().await?.0;
         };
         if !deadline.run(self.take_place(owner, bound)).await? {
             // At the bound: a retry of a stored plant, a conflict, or the
             // bound, told apart by the stored item as it is now.
             return Ok(match deadline.run(self.stored(owner, new.id)).await? {
-                Some(stored) => Created::AlreadyStored(stored),
-                None => Created::LimitReached,
+                Some(stored) => taken(stored.as_ref(), new),
+                None => Created::LimitReached(bound.get()),
             });
         }
-        let put = deadline.run(self.put(owner, new)).await?;
-        if !matches!(put, Put::Written)
-            && let Err(error) = deadline.run(self.give_place_back(owner)).await
-        {
+        let (created, unwritten) = put().await?;
+        if unwritten && let Err(error) = deadline.run(self.give_place_back(owner)).await {
             // The count stays one high: the bound is strict still.
             tracing::warn!(?error, "the count could not be given back");
         }
-        put.into()
+        created
     }
 
     // Each SDK call's future (several KB) is boxed where it is made, so that
@@ -212,9 +213,12 @@ impl PlantStore {
         Ok(())
     }
 
-    /// Puts the plant if its id is free; else the stored plant, from the
-    /// failed condition itself (no second read).
-    async fn put(&self, owner: &Owner, new: &NewPlant) -> Result<Put, StoreError> {
+    /// Puts the plant if its id is free; else what the id holds decides,
+    /// read from the failed condition itself (no second read). Beside the
+    /// outcome, whether nothing was written: the id was taken, or DynamoDB
+    /// refused the put (any 4xx); whatever else happened (a timeout,
+    /// DynamoDB's 5xx) may have written it.
+    async fn put(&self, owner: &Owner, new: &NewPlant) -> (Result<Created, StoreError>, bool) {
         let put = Box::pin(
             self.client
                 .put_item()
@@ -229,25 +233,26 @@ impl PlantStore {
         )
         .await;
         let error = match put {
-            Ok(_) => return Ok(Put::Written),
+            Ok(_) => return (Ok(Created::New), false),
             Err(error) => error,
         };
         if let Some(PutItemError::ConditionalCheckFailedException(failed)) =
             error.as_service_error()
         {
-            let stored = failed.item().ok_or_else(|| {
-                StoreError::Unexpected("condition failed without the stored item".into())
-            })?;
-            return Ok(Put::Taken(plant_from_item(stored).map_err(StoreError::Unexpected)?));
+            let stored = failed.item().and_then(StoredPlant::read);
+            return (Ok(taken(stored.as_ref(), new)), true);
         }
-        if refused_unwritten(&error) {
-            return Ok(Put::Refused(error.into()));
-        }
-        Err(error.into())
+        let unwritten = refused_unwritten(&error);
+        (Err(error.into()), unwritten)
     }
 
-    /// The owner's plant of this id as it is now (a strongly consistent read).
-    async fn stored(&self, owner: &Owner, id: PlantId) -> Result<Option<Plant>, StoreError> {
+    /// What the owner's item of this id holds now (a strongly consistent
+    /// read); `None` if there is none.
+    async fn stored(
+        &self,
+        owner: &Owner,
+        id: PlantId,
+    ) -> Result<Option<Option<StoredPlant>>, StoreError> {
         let read = Box::pin(
             self.client
                 .get_item()
@@ -257,16 +262,15 @@ impl PlantStore {
                 .send(),
         )
         .await?;
-        let stored = read.item().map(plant_from_item).transpose();
-        stored.map_err(StoreError::Unexpected)
+        Ok(read.item().map(StoredPlant::read))
     }
 
-    /// A page of the owner's plants in ascending id order: at most `limit`,
-    /// after `after` when given, and the id to continue after when more exist.
-    /// Only the owner's partition is read, `limit + 1` items at most (the one
-    /// extra tells whether more exist), and what is no plant is passed over.
-    /// DynamoDB pages at 1 MB, so this keeps querying until it has them or
-    /// the partition ends.
+    /// A page of the owner's plants in ascending id order: at most `limit`
+    /// and [`MAX_PAGE_BYTES`], after `after` when given, and the id to
+    /// continue after when more exist. Only the owner's partition is read,
+    /// `limit + 1` items at most (the one extra tells whether more exist),
+    /// and what is no plant is passed over. DynamoDB pages at 1 MB, so this
+    /// keeps querying until it has them or the partition ends.
     pub async fn list(
         &self,
         owner: &Owner,
@@ -275,9 +279,10 @@ impl PlantStore {
         deadline: Deadline,
     ) -> Result<Page, StoreError> {
         let wanted = limit.get();
-        let mut rows: Vec<(PlantId, Plant)> = Vec::with_capacity(wanted + 1);
+        let mut rows: Vec<(PlantId, StoredPlant)> = Vec::with_capacity(wanted);
+        let (mut bytes, mut more) = (0, false);
         let mut start_key = after.map(|id| item_key(owner, id));
-        loop {
+        'pages: loop {
             let remaining = i32::try_from(wanted + 1 - rows.len()).unwrap_or(i32::MAX);
             let query = self
                 .query_partition(owner.as_str().to_owned())
@@ -287,17 +292,24 @@ impl PlantStore {
                 .set_exclusive_start_key(start_key);
             let page = deadline.run(async { Ok(Box::pin(query.send()).await?) }).await?;
             for item in page.items() {
-                if let Some(id) = plant_id(item) {
-                    rows.push((id, plant_from_item(item).map_err(StoreError::Unexpected)?));
+                let Some(id) = plant_id(item) else { continue };
+                let Some(plant) = StoredPlant::read(item) else {
+                    tracing::warn!(%id, "an item of the owner's is no plant; the listing passes it over");
+                    continue;
+                };
+                bytes += json_bytes(&plant);
+                if rows.len() == wanted || (bytes > MAX_PAGE_BYTES && !rows.is_empty()) {
+                    more = true;
+                    break 'pages;
                 }
+                rows.push((id, plant));
             }
             match page.last_evaluated_key {
-                Some(key) if rows.len() <= wanted => start_key = Some(key),
-                _ => break,
+                Some(key) => start_key = Some(key),
+                None => break,
             }
         }
-        let next_after = (rows.len() > wanted).then(|| rows[wanted - 1].0);
-        rows.truncate(wanted);
+        let next_after = rows.last().map(|(id, _)| *id).filter(|_| more);
         let plants = rows.into_iter().map(|(_, plant)| plant).collect();
         Ok(Page { plants, next_after })
     }
@@ -315,22 +327,28 @@ impl PlantStore {
     }
 }
 
-/// What a put did: wrote the plant, found the id taken (the stored plant),
-/// or was refused before writing anything (throttled); whatever else
-/// happened (a timeout, DynamoDB's 5xx) may have written it, and is an
-/// error.
-enum Put {
-    Written,
-    Taken(Plant),
-    Refused(StoreError),
+/// A create of `new` whose id holds `stored` (`None`: an item that is no
+/// plant): the same plant again is a retry; anything else, a conflict.
+fn taken(stored: Option<&StoredPlant>, new: &NewPlant) -> Created {
+    match stored.is_some_and(|stored| *stored == StoredPlant::from(&new.plant)) {
+        true => Created::Retry,
+        false => Created::Conflict,
+    }
 }
 
-impl From<Put> for Result<Created, StoreError> {
-    fn from(put: Put) -> Self {
-        match put {
-            Put::Written => Ok(Created::New),
-            Put::Taken(stored) => Ok(Created::AlreadyStored(stored)),
-            Put::Refused(error) => Err(error),
+/// The bytes of `value` as JSON, and one for the comma after it in a page.
+fn json_bytes(value: &impl serde::Serialize) -> usize {
+    struct Counter(usize);
+    impl std::io::Write for Counter {
+        fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+            self.0 += bytes.len();
+            Ok(bytes.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
         }
     }
+    let mut counter = Counter(1);
+    let _ = serde_json::to_writer(&mut counter, value);
+    counter.0
 }

@@ -108,15 +108,19 @@ async fn persistent_faults_are_a_503_after_every_attempt_and_write_nothing() {
 }
 
 #[tokio::test]
-async fn an_unexpected_service_error_is_a_generic_500_not_retried() {
-    let proxy = FaultProxy::start(&TestApp::dynamodb_url(), &[], Fault::UnexpectedError).await;
+async fn an_unexpected_service_error_is_a_generic_500_not_retried_that_keeps_no_place() {
+    // The count takes its place, then DynamoDB refuses the put with a 4xx
+    // it does not retry: nothing was written, so the place goes back.
+    let first = [Fault::PassThrough, Fault::UnexpectedError];
+    let proxy = FaultProxy::start(&TestApp::dynamodb_url(), &first, Fault::PassThrough).await;
     let app = TestApp::with_store_endpoint(&proxy.url).await;
     let outcome = measure("unexpected error", &app, app.post(&bearer("alice"), PLANT)).await;
     outcome.response.assert_error(500, "unexpected error");
     assert!(!outcome.response.body.to_string().contains("Validation"));
-    assert_eq!(outcome.attempts, 1, "a non-transient error is not retried");
+    assert_eq!(outcome.attempts, 3, "the count, the put (not retried), the place given back");
     assert!(outcome.elapsed < ANSWER_WITHIN);
     assert!(app.stored_items().await.is_empty());
+    assert_eq!(app.stored_plant_counts().await, [json!({"owner": "alice", "plants": 0})]);
 }
 
 #[tokio::test]

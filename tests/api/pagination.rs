@@ -4,7 +4,7 @@
 
 use futures::StreamExt;
 use plant_store::domain::{Cursor, PlantId};
-use plant_store_testkit::{ApiGatewayEvent, TestApp, TestResponse, bearer};
+use plant_store_testkit::{ApiGatewayEvent, TestApp, TestResponse, bearer, token};
 use serde_json::{Value, json};
 
 fn plant_name(id: i64) -> String {
@@ -180,4 +180,24 @@ async fn malformed_cursors_get_400_before_any_dynamodb_call() {
     }
     // The untouched cursor still works.
     assert_eq!(get_path(&app, "alice", &target).await.status, 200);
+}
+
+/// A path that starts `//` must not make the Link a reference to another
+/// host: in a REST API's event and an HTTP API's alike.
+#[tokio::test]
+async fn a_link_never_names_another_host() {
+    let app = TestApp::new().await;
+    create_plants(&app, "alice", 1..=3).await;
+    for (fixture, path) in
+        [("rest-api/list-plants", "/path"), ("http-api/custom-domain", "/rawPath")]
+    {
+        let file = format!("{}/events/{fixture}.json", env!("CARGO_MANIFEST_DIR"));
+        let text = std::fs::read_to_string(file).unwrap().replace("{{token}}", &token("alice"));
+        let mut event: Value = serde_json::from_str(&text).unwrap();
+        *event.pointer_mut(path).unwrap() = json!("//evil.example/plants");
+        event["rawQueryString"] = json!("limit=2");
+        let response = app.invoke(&event.to_string()).await;
+        let link = next_link(&response).unwrap_or_default();
+        assert!(link.starts_with("/evil.example/plants?limit=2&cursor="), "{fixture}: {link}");
+    }
 }
