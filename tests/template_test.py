@@ -296,15 +296,12 @@ def references(value):
     return found
 
 
-# Each gateway response type's status, AWS's own (a status on DEFAULT_4XX
-# would replace every other 4xx's); but a path without a route, and Lambda
-# refusing (500) or failing the invocation (DEFAULT_5XX), which the template decides.
+# The gateway answers this API can give, each type's status AWS's own (a
+# status on DEFAULT_4XX would replace every other 4xx's); but a path without
+# a route, and Lambda refusing (500) or failing the invocation (DEFAULT_5XX).
 GATEWAY_STATUS = {
-    "THROTTLED": 429, "QUOTA_EXCEEDED": 429, "BAD_REQUEST_PARAMETERS": 400, "BAD_REQUEST_BODY": 400,
-    "UNAUTHORIZED": 401, "ACCESS_DENIED": 403, "EXPIRED_TOKEN": 403, "INVALID_SIGNATURE": 403,
-    "INVALID_API_KEY": 403, "WAF_FILTERED": 403, "RESOURCE_NOT_FOUND": 404,
-    "MISSING_AUTHENTICATION_TOKEN": 404, "REQUEST_TOO_LARGE": 413, "UNSUPPORTED_MEDIA_TYPE": 415,
-    "API_CONFIGURATION_ERROR": 500, "AUTHORIZER_CONFIGURATION_ERROR": 500, "AUTHORIZER_FAILURE": 500,
+    "THROTTLED": 429, "WAF_FILTERED": 403, "RESOURCE_NOT_FOUND": 404, "MISSING_AUTHENTICATION_TOKEN": 404,
+    "REQUEST_TOO_LARGE": 413, "UNSUPPORTED_MEDIA_TYPE": 415, "API_CONFIGURATION_ERROR": 500,
     "DEFAULT_5XX": 502, "INTEGRATION_FAILURE": 504, "INTEGRATION_TIMEOUT": 504}
 
 
