@@ -5,11 +5,12 @@
 //! are the domain's, the reading and writing the store's. Each request
 //! writes one log line and one metrics line.
 
+use std::borrow::Cow;
 use std::time::Instant;
 
 use lambda_http::http::header::{CONTENT_TYPE, LINK};
 use lambda_http::http::{HeaderMap, HeaderValue, StatusCode};
-use lambda_http::{Body, Context, Request, RequestExt, Response};
+use lambda_http::{Body, Context, Request, Response};
 use tracing::{Instrument, Span};
 
 use crate::auth::Verifier;
@@ -17,8 +18,8 @@ use crate::cors::Cors;
 use crate::domain::limits::MAX_BODY_BYTES;
 use crate::domain::{Cursor, Limit, NewPlant, Owner};
 use crate::error::ApiError;
-use crate::event::{self, InvocationResponse};
-use crate::metrics::{RequestMetrics, emf_line};
+use crate::event::{self, InvocationResponse, RoutePath};
+use crate::metrics::RequestLine;
 use crate::response::json_response;
 use crate::route::{Operation, Route};
 use crate::store::{Created, Deadline, PlantStore, StoredPlant};
@@ -81,7 +82,8 @@ impl PlantApi {
         let mut steps = Steps::default();
         let (route, outcome) = match &request {
             Ok(request) => {
-                let route = Route::resolve(request.method(), &event::route_path(request));
+                let path = request.extensions().get::<RoutePath>().map_or("", |path| &path.0);
+                let route = Route::resolve(request.method(), path);
                 let deadline = Deadline::before(context.deadline);
                 let work = self.dispatch(request, route, deadline, &mut steps);
                 let outcome = xray::within(trace, work).instrument(invocation.clone()).await;
@@ -96,9 +98,10 @@ impl PlantApi {
             route,
             started,
             steps,
-            function: &context.env_config.function_name,
+            context: &context,
+            trace_id: trace.map_or("-", |(root, _, _)| root),
         }
-        .write_log_and_metrics_lines(outcome, &invocation);
+        .write_line(outcome, &invocation);
         if let Some(request) = request {
             self.cors.answer(request, &mut response);
         }
@@ -193,62 +196,56 @@ impl PlantApi {
     }
 }
 
-/// What a request asked and how long its steps took, for its log line and
-/// metrics line.
+/// What a request asked and how long its steps took, for its line.
 struct Answered<'a> {
     method: &'a str,
     path: &'a str,
     route: Route,
     started: Instant,
     steps: Steps,
-    function: &'a str,
+    context: &'a Context,
+    trace_id: &'a str,
 }
 
 impl Answered<'_> {
     /// The answer to `outcome` (an error's, from `error.rs`), after writing
-    /// the request's one JSON log line (with the refusal's message and
-    /// reason; a 5xx's cause on an ERROR line) and its EMF metrics line, in
-    /// the `invocation` span.
-    fn write_log_and_metrics_lines(
+    /// the request's one line (`crate::metrics`: with the refusal's message
+    /// and reason), and a 5xx's cause on an ERROR line in the `invocation`
+    /// span.
+    fn write_line(
         &self,
         outcome: Result<Response<Body>, ApiError>,
         invocation: &Span,
     ) -> Response<Body> {
-        let _in_it = invocation.enter();
         let latency_ms = self.started.elapsed().as_secs_f64() * 1000.0;
         let (response, message, reason, at_bound) = match outcome {
             Ok(response) => (response, None, None, false),
             Err(error) => {
-                // A 5xx's cause is an ERROR line; a refusal's reason is on the request line.
                 let (status, mut reason) = (error.status_and_header().0, error.log_detail());
                 if let Some(detail) = reason.take_if(|_| status.is_server_error()) {
-                    tracing::error!(status = status.as_u16(), detail);
+                    invocation.in_scope(|| tracing::error!(status = status.as_u16(), detail));
                 }
                 let message = Some(error.to_string());
                 let at_bound = matches!(error, ApiError::TooManyPlants(_));
                 (error.into_response(), message, reason, at_bound)
             }
         };
-        let status = response.status().as_u16();
-        tracing::info!(
-            method = self.method,
-            path = self.path,
-            status,
-            latency_ms,
-            auth_ms = self.steps.auth,
-            parse_ms = self.steps.parse,
-            store_ms = self.steps.store,
-            error = message.as_deref(),
-            reason = reason.as_deref(),
-            "request"
-        );
-        crate::log::write_line(&emf_line(&RequestMetrics {
-            function: self.function,
+        let Steps { auth, parse, store } = self.steps;
+        let line = RequestLine {
+            function: &self.context.env_config.function_name,
             route: self.route.metric_name(),
-            status,
+            method: self.method,
+            path: self.path,
+            status: response.status().as_u16(),
             latency_ms,
+            steps: [auth, parse, store],
+            error: message.as_deref(),
+            reason: reason.as_deref(),
+            request_id: &self.context.request_id,
+            trace_id: self.trace_id,
             at_bound,
-        }));
+        };
+        crate::log::write_line(&line.to_json());
         response
     }
 }
@@ -269,23 +266,23 @@ fn require_json_content_type(headers: &HeaderMap) -> Result<(), ApiError> {
 fn single_parameter<'r>(
     request: &'r Request,
     name: &'static str,
-) -> Result<Option<&'r str>, ApiError> {
-    let query = request.query_string_parameters_ref();
-    match query.and_then(|query| query.all(name)).as_deref() {
-        None => Ok(None),
-        Some([value]) => Ok(Some(value)),
-        Some(_) => Err(ApiError::RepeatedParameter(name)),
+) -> Result<Option<Cow<'r, str>>, ApiError> {
+    let query = form_urlencoded::parse(request.uri().query().unwrap_or_default().as_bytes());
+    let mut values = query.filter(|(parameter, _)| parameter == name).map(|(_, value)| value);
+    match (values.next(), values.next()) {
+        (value, None) => Ok(value),
+        (Some(_), Some(_)) | (None, Some(_)) => Err(ApiError::RepeatedParameter(name)),
     }
 }
 
 fn limit_parameter(request: &Request) -> Result<Limit, ApiError> {
     match single_parameter(request, "limit")? {
         None => Ok(Limit::DEFAULT),
-        Some(value) => Limit::parse(value).ok_or(ApiError::InvalidLimit),
+        Some(value) => Limit::parse(&value).ok_or(ApiError::InvalidLimit),
     }
 }
 
 fn cursor_parameter(request: &Request) -> Result<Option<Cursor>, ApiError> {
     let cursor = single_parameter(request, "cursor")?;
-    cursor.map(|value| Cursor::parse(value).ok_or(ApiError::InvalidCursor)).transpose()
+    cursor.map(|value| Cursor::parse(&value).ok_or(ApiError::InvalidCursor)).transpose()
 }

@@ -1,27 +1,26 @@
 //! The invocation's event: what API Gateway (a REST API, or an HTTP API) or
-//! a Lambda function URL delivers, read into an `http::Request`, and the
-//! response written back in the shape that event asks for.
+//! a Lambda function URL delivers, read into an `http::Request` with the
+//! path it is routed on, and the response written back in the shape that
+//! event asks for.
 //!
 //! The conversion is the project's own, not lambda_http's, which panics on
 //! some client input (a `"` in `rawQueryString`, a malformed `Host`, a body
 //! flagged base64 that is not) and so fails the invocation: here every
 //! event becomes a request or a 400 naming the problem (docs/contract.md).
+//! Each event is read in one pass, whatever its shape, into [`Event`],
+//! borrowing its text.
 
 use std::borrow::Cow;
+use std::collections::BTreeMap;
 
-use aws_lambda_events::apigw::{
-    ApiGatewayProxyRequest, ApiGatewayProxyResponse, ApiGatewayV2httpRequest,
-    ApiGatewayV2httpResponse,
-};
-use aws_lambda_events::query_map::QueryMap;
+use aws_lambda_events::apigw::{ApiGatewayProxyResponse, ApiGatewayV2httpResponse};
 use base64::Engine;
 use lambda_http::aws_lambda_events;
 use lambda_http::http::{HeaderMap, HeaderName, HeaderValue, Method, Response, Uri};
-use lambda_http::request::RequestContext;
-use lambda_http::{Body, Request, RequestExt};
+use lambda_http::{Body, Request};
 use percent_encoding::{AsciiSet, NON_ALPHANUMERIC, utf8_percent_encode};
 use serde::{Deserialize, Serialize};
-use serde_json::Value;
+use serde_json::value::RawValue;
 
 use crate::domain::limits::MAX_ECHOED_CHARS;
 use crate::error::ApiError;
@@ -40,22 +39,7 @@ pub enum Format {
     V2,
 }
 
-/// The one field that tells the formats apart.
-#[derive(Deserialize)]
-struct Version<'a> {
-    #[serde(borrow)]
-    version: Option<std::borrow::Cow<'a, str>>,
-}
-
 impl Format {
-    /// API Gateway marks payload format 2.0 with `"version": "2.0"`.
-    fn of(event: &str) -> Self {
-        match serde_json::from_str::<Version>(event) {
-            Ok(Version { version: Some(version) }) if version == "2.0" => Self::V2,
-            _ => Self::V1,
-        }
-    }
-
     /// `response` in this format.
     pub fn answer(self, response: Response<Body>) -> InvocationResponse {
         let (parts, body) = response.into_parts();
@@ -97,115 +81,182 @@ pub enum InvocationResponse {
 /// Reads an event: its format, and the request it carries or why it
 /// cannot be one (a 400).
 pub fn read(event: &str) -> (Format, Result<Request, ApiError>) {
-    // An HTTP API's event, the common one, in one pass; any other, in two.
-    let v2 = serde_json::from_str::<ApiGatewayV2httpRequest>(event).ok();
-    if let Some(v2) = v2.filter(|v2| v2.version.as_deref() == Some("2.0")) {
-        return (Format::V2, v2_request(v2));
+    match serde_json::from_str::<Event>(event) {
+        Ok(event) => (event.format(), event.request()),
+        Err(_) => (Format::V1, Err(not_an_event())),
     }
-    let format = Format::of(event);
-    let request = match format {
-        Format::V1 => serde_json::from_str(event).map(v1_request),
-        Format::V2 => serde_json::from_str(event).map(v2_request),
-    };
-    (format, request.unwrap_or_else(|_| Err(why_unreadable(event))))
-}
-
-/// Why an event does not decode: a header HTTP cannot carry (named), or no
-/// shape that API Gateway or a function URL delivers.
-fn why_unreadable(event: &str) -> ApiError {
-    let Ok(event) = serde_json::from_str::<Value>(event) else {
-        return not_an_event();
-    };
-    ["headers", "multiValueHeaders"]
-        .into_iter()
-        .find_map(|field| check_headers(event.get(field)).err())
-        .unwrap_or_else(not_an_event)
 }
 
 fn not_an_event() -> ApiError {
     ApiError::UnreadableRequest("The request is not one API Gateway or a function URL delivers.")
 }
 
-/// Every header name and value must be one HTTP can carry (no control
-/// characters; names are tokens). Values may be one string or a list.
-fn check_headers(headers: Option<&Value>) -> Result<(), ApiError> {
-    let Some(Value::Object(headers)) = headers else {
-        return Ok(());
-    };
-    for (name, values) in headers {
-        let Ok(header) = HeaderName::from_bytes(name.as_bytes()) else {
-            let message = "A request header has a name that HTTP does not allow.";
-            return Err(ApiError::UnreadableRequest(message));
-        };
-        let values = match values {
-            Value::Array(values) => values.iter().collect(),
-            value => vec![value],
-        };
-        let readable = |value: &&Value| match value {
-            Value::String(value) => HeaderValue::from_str(value).is_ok(),
-            Value::Null => true,
-            _ => false,
-        };
-        if !values.iter().all(readable) {
-            return Err(if name.len() <= MAX_ECHOED_CHARS {
-                ApiError::UnreadableHeader(header.to_string())
-            } else {
-                ApiError::UnreadableRequest(
-                    "A request header has a value that HTTP does not allow.",
-                )
-            });
+/// What the function reads of an event of any of the three shapes; a
+/// field of another shape is `None`.
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct Event<'a> {
+    #[serde(borrow)]
+    version: Option<Cow<'a, str>>,
+    /// Payload format 1.0 (REST APIs): the method and the path.
+    #[serde(borrow)]
+    http_method: Option<Cow<'a, str>>,
+    #[serde(borrow)]
+    path: Option<Cow<'a, str>>,
+    #[serde(borrow)]
+    query_string_parameters: Option<Pairs<'a, Text<'a>>>,
+    #[serde(borrow)]
+    multi_value_query_string_parameters: Option<Pairs<'a, Vec<Text<'a>>>>,
+    /// Read only without `headers` (which a REST API sends beside it, each
+    /// name's last value).
+    #[serde(borrow)]
+    multi_value_headers: Option<&'a RawValue>,
+    /// Payload format 2.0 (HTTP APIs, function URLs): the path and query.
+    #[serde(borrow)]
+    raw_path: Option<Cow<'a, str>>,
+    #[serde(borrow)]
+    raw_query_string: Option<Cow<'a, str>>,
+    #[serde(borrow)]
+    headers: Option<Pairs<'a, Option<Text<'a>>>>,
+    #[serde(borrow)]
+    path_parameters: Option<Pairs<'a, Text<'a>>>,
+    #[serde(borrow)]
+    request_context: Option<Context<'a>>,
+    #[serde(borrow)]
+    body: Option<Cow<'a, str>>,
+    #[serde(default)]
+    is_base64_encoded: bool,
+}
+
+#[derive(Deserialize, Default)]
+#[serde(rename_all = "camelCase")]
+struct Context<'a> {
+    /// 2.0: the method, and the route API Gateway matched (`ANY /{proxy+}`).
+    #[serde(borrow)]
+    http: Option<Http<'a>>,
+    #[serde(borrow)]
+    route_key: Option<Cow<'a, str>>,
+    /// 1.0: the route API Gateway matched, and the path with the stage.
+    #[serde(borrow)]
+    resource_path: Option<Cow<'a, str>>,
+    #[serde(borrow)]
+    path: Option<Cow<'a, str>>,
+    #[serde(borrow)]
+    stage: Option<Cow<'a, str>>,
+}
+
+#[derive(Deserialize)]
+struct Http<'a> {
+    #[serde(borrow)]
+    method: Cow<'a, str>,
+}
+
+/// A JSON string, borrowed where it has no escapes.
+#[derive(Deserialize, PartialEq, Eq, PartialOrd, Ord)]
+struct Text<'a>(#[serde(borrow)] Cow<'a, str>);
+
+impl std::borrow::Borrow<str> for Text<'_> {
+    fn borrow(&self) -> &str {
+        &self.0
+    }
+}
+
+/// A JSON object's members (ordered by name: no hashing for a few members).
+type Pairs<'a, V> = BTreeMap<Text<'a>, V>;
+
+impl<'a> Event<'a> {
+    /// API Gateway marks payload format 2.0 with `"version": "2.0"`.
+    fn format(&self) -> Format {
+        match self.version.as_deref() {
+            Some("2.0") => Format::V2,
+            _ => Format::V1,
         }
     }
-    Ok(())
+
+    fn request(self) -> Result<Request, ApiError> {
+        let context = self.request_context.unwrap_or_default();
+        let method = match (&self.http_method, &context.http) {
+            (Some(method), _) | (None, Some(Http { method })) => method,
+            (None, None) => return Err(not_an_event()),
+        };
+        let method = Method::from_bytes(method.as_bytes()).map_err(|_| not_an_event())?;
+        let raw = self.raw_path.as_deref().or(self.path.as_deref()).unwrap_or_default();
+        // The path the client sent: for a REST API, with the stage on the
+        // execute-api domain, read only where it ends with the event's path
+        // (sam local puts the resource there).
+        let sent =
+            context.path.as_deref().filter(|sent| self.raw_path.is_none() && sent.ends_with(raw));
+        let query = match self.raw_query_string {
+            Some(query) => query,
+            None => {
+                query_string(self.multi_value_query_string_parameters, self.query_string_parameters)
+                    .into()
+            }
+        };
+        let route = route_path(&context, self.path_parameters.as_ref(), raw);
+        let mut request = Request::new(body(self.body, self.is_base64_encoded)?);
+        *request.method_mut() = method;
+        *request.uri_mut() = uri(sent.unwrap_or(raw), &query)?;
+        let multi = match (&self.headers, self.multi_value_headers) {
+            (None, Some(multi)) => serde_json::from_str(multi.get()).map_err(|_| not_an_event())?,
+            _ => None,
+        };
+        *request.headers_mut() = headers(self.headers, multi)?;
+        request.extensions_mut().insert(RoutePath(route));
+        Ok(request)
+    }
 }
 
-/// A REST API (or payload format 1.0) event.
-fn v1_request(event: ApiGatewayProxyRequest) -> Result<Request, ApiError> {
-    let raw_path = event.path.unwrap_or_default();
-    // The path the client sent: with the stage on the execute-api domain. Read
-    // only where it ends with the API's path (sam local puts the resource there).
-    let client_path = match event.request_context.path.clone() {
-        Some(path) if path.ends_with(&raw_path) => path,
-        _ => raw_path.clone(),
-    };
-    let query = if event.multi_value_query_string_parameters.is_empty() {
-        event.query_string_parameters
-    } else {
-        event.multi_value_query_string_parameters
-    };
-    let mut headers = event.multi_value_headers;
-    headers.extend(event.headers);
-    let uri = uri(&client_path, &query.to_query_string())?;
-    let body = body(event.body, event.is_base64_encoded)?;
-    Ok(request(event.http_method, uri, headers, body)
-        .with_raw_http_path(raw_path)
-        .with_path_parameters(event.path_parameters)
-        .with_query_string_parameters(query)
-        .with_request_context(RequestContext::ApiGatewayV1(event.request_context)))
+/// A REST API's query parameters as a query string: each value of the
+/// multi-value parameters, else of the single-value ones.
+fn query_string<'a>(
+    multi: Option<Pairs<'a, Vec<Text<'a>>>>,
+    single: Option<Pairs<'a, Text<'a>>>,
+) -> String {
+    let mut query = form_urlencoded::Serializer::new(String::new());
+    match multi.filter(|multi| !multi.is_empty()) {
+        Some(multi) => {
+            for (name, values) in &multi {
+                values.iter().for_each(|value| _ = query.append_pair(&name.0, &value.0));
+            }
+        }
+        None => single.iter().flatten().for_each(|(name, value)| {
+            query.append_pair(&name.0, &value.0);
+        }),
+    }
+    query.finish()
 }
 
-/// An HTTP API (payload format 2.0) or function URL event.
-fn v2_request(event: ApiGatewayV2httpRequest) -> Result<Request, ApiError> {
-    let raw_path = event.raw_path.unwrap_or_default();
-    let raw_query = event.raw_query_string.unwrap_or_default();
-    let query: QueryMap = match raw_query.parse() {
-        Ok(query) => query,
-        Err(never) => match never {},
-    };
-    let (uri, method) = (uri(&raw_path, &raw_query)?, event.request_context.http.method.clone());
-    let body = body(event.body, event.is_base64_encoded)?;
-    Ok(request(method, uri, event.headers, body)
-        .with_raw_http_path(raw_path)
-        .with_path_parameters(event.path_parameters)
-        .with_query_string_parameters(query)
-        .with_request_context(RequestContext::ApiGatewayV2(event.request_context)))
-}
-
-fn request(method: Method, uri: Uri, headers: HeaderMap, body: Body) -> Request {
-    let mut request = Request::new(body);
-    (*request.method_mut(), *request.uri_mut()) = (method, uri);
-    *request.headers_mut() = headers;
-    request
+/// The request's headers: the single-value ones, or without them the
+/// multi-value ones; a name once. Every name and value must be one HTTP can
+/// carry (no control characters; names are tokens).
+fn headers<'a>(
+    single: Option<Pairs<'a, Option<Text<'a>>>>,
+    multi: Option<Pairs<'a, Vec<Option<Text<'a>>>>>,
+) -> Result<HeaderMap, ApiError> {
+    let mut headers = HeaderMap::new();
+    let single = single.into_iter().flatten().map(|(name, value)| (name, vec![value]));
+    let multi = multi.into_iter().flatten();
+    for (name, values) in single.chain(multi) {
+        let header = HeaderName::from_bytes(name.0.as_bytes()).map_err(|_| {
+            ApiError::UnreadableRequest("A request header has a name that HTTP does not allow.")
+        })?;
+        if headers.contains_key(&header) {
+            continue;
+        }
+        for Text(value) in values.into_iter().flatten() {
+            let value = HeaderValue::from_str(&value).map_err(|_| {
+                match name.0.len() <= MAX_ECHOED_CHARS {
+                    true => ApiError::UnreadableHeader(header.to_string()),
+                    false => ApiError::UnreadableRequest(
+                        "A request header has a value that HTTP does not allow.",
+                    ),
+                }
+            })?;
+            headers.append(&header, value);
+        }
+    }
+    Ok(headers)
 }
 
 /// What a URI keeps as it is: RFC 3986's unreserved and sub-delims, `:`,
@@ -237,12 +288,12 @@ fn uri(path: &str, query: &str) -> Result<Uri, ApiError> {
         .map_err(|_| ApiError::UnreadableRequest("The request path and query string are too long."))
 }
 
-fn body(body: Option<String>, is_base64_encoded: bool) -> Result<Body, ApiError> {
+fn body(body: Option<Cow<str>>, is_base64_encoded: bool) -> Result<Body, ApiError> {
     match body {
         None => Ok(Body::Empty),
-        Some(text) if !is_base64_encoded => Ok(Body::Text(text)),
+        Some(text) if !is_base64_encoded => Ok(Body::Text(text.into_owned())),
         Some(encoded) => base64::engine::general_purpose::STANDARD
-            .decode(encoded)
+            .decode(encoded.as_bytes())
             .map(Body::Binary)
             .map_err(|_| {
                 ApiError::UnreadableRequest(
@@ -252,6 +303,10 @@ fn body(body: Option<String>, is_base64_encoded: bool) -> Result<Body, ApiError>
     }
 }
 
+/// The path a request is routed on ([`route_path`]).
+#[derive(Debug, Clone)]
+pub struct RoutePath(pub String);
+
 /// The path the route is matched on. Where API Gateway matched a route of
 /// its own, that route's path: an HTTP API's `routeKey` (`ANY /{proxy+}`), a
 /// REST API's resource path, with a greedy `{name+}` replaced by the value
@@ -259,39 +314,30 @@ fn body(body: Option<String>, is_base64_encoded: bool) -> Result<Body, ApiError>
 /// mapping (`/v1`, kept in the event's path) changes nothing. Otherwise (the
 /// `$default` route, a function URL) the event's own path, without API
 /// Gateway's stage prefix. Either without a trailing slash.
-pub fn route_path(request: &Request) -> Cow<'_, str> {
-    let (matched, stage) = match request.request_context_ref() {
-        Some(RequestContext::ApiGatewayV2(context)) => (
-            context.route_key.as_deref().and_then(|key| Some(key.split_once(' ')?.1)),
-            context.stage.as_deref(),
-        ),
-        Some(RequestContext::ApiGatewayV1(context)) => {
-            (context.resource_path.as_deref(), context.stage.as_deref())
-        }
-        _ => (None, None),
+fn route_path(context: &Context, parameters: Option<&Pairs<Text>>, raw: &str) -> String {
+    let matched = match (&context.route_key, &context.resource_path) {
+        (Some(key), _) => key.split_once(' ').map(|(_, path)| path),
+        (None, path) => path.as_deref(),
     };
-    let path = match matched {
+    let path = match matched.filter(|path| *path != "$default") {
         // A greedy `{name+}` (the last segment): what it matched.
         Some(path) => match path.rsplit_once('{').filter(|(_, greedy)| greedy.ends_with("+}")) {
             Some((prefix, greedy)) => {
-                let parameters = request.path_parameters_ref();
-                let matched = parameters.and_then(|found| found.first(&greedy[..greedy.len() - 2]));
-                Cow::Owned(format!("{prefix}{}", matched.unwrap_or_default()))
+                let name = &greedy[..greedy.len() - 2];
+                let value = parameters.and_then(|parameters| parameters.get(name));
+                format!("{prefix}{}", value.map_or("", |value| &value.0))
             }
-            None => Cow::Borrowed(path),
+            None => path.to_owned(),
         },
         None => {
-            let raw = match request.raw_http_path() {
-                "" => request.uri().path(),
-                raw => raw,
-            };
+            let stage = context.stage.as_deref();
             let unstaged = stage.and_then(|stage| raw.strip_prefix('/')?.strip_prefix(stage));
             let unstaged = unstaged.filter(|rest| rest.len() > 1 && rest.starts_with('/'));
-            Cow::Borrowed(unstaged.unwrap_or(raw))
+            unstaged.unwrap_or(raw).to_owned()
         }
     };
     match path.strip_suffix('/') {
-        Some(trimmed) if !trimmed.is_empty() => Cow::Owned(trimmed.to_owned()),
+        Some(trimmed) if !trimmed.is_empty() => trimmed.to_owned(),
         _ => path,
     }
 }
@@ -299,7 +345,7 @@ pub fn route_path(request: &Request) -> Cow<'_, str> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use serde_json::json;
+    use serde_json::{Value, json};
 
     /// An HTTP API event with this path and raw query string, and a `Host`
     /// and `X-Forwarded-Proto` that are no URI's.

@@ -1,21 +1,33 @@
-//! Request metrics as CloudWatch Embedded Metric Format: one JSON object per
-//! request on stdout, which CloudWatch Logs turns into metrics with no extra
-//! AWS call. Namespace `PlantStore`; dimensions `FunctionName` (what the
-//! template's alarms watch), `FunctionName` + `Route` (from the route table,
-//! `other` for anything unknown) and those two + `StatusClass`; metrics
-//! `Requests`, `Latency`, `ClientErrors`, `ServerErrors`, `Unavailable`
-//! (the 503s) and `BoundRefusals` (the 409s of the bound on plants per
-//! owner). The directive is a constant; the line is written without a
-//! serializer.
+//! Each request's one line: its log fields (`message: "request"`, the
+//! method, path, status, times and any refusal's message and reason, in
+//! the invocation's `span`) and its metrics, as CloudWatch Embedded Metric
+//! Format, which CloudWatch Logs turns into metrics with no AWS call; one
+//! line, one write, at every log level. Namespace `PlantStore`; dimensions
+//! `FunctionName` (what the template's alarms watch), `FunctionName` +
+//! `Route` (from the route table, `other` for anything unknown) and those
+//! two + `StatusClass`; metrics `Requests`, `Latency`, `ClientErrors`,
+//! `ServerErrors`, `Unavailable` (the 503s) and `BoundRefusals` (the 409s of
+//! the bound on plants per owner). The directive is a constant; the line is
+//! written without a serializer.
 
+use std::fmt::Write;
 use std::time::{SystemTime, UNIX_EPOCH};
 
-/// One answered request, as the metrics count it.
-pub(crate) struct RequestMetrics<'a> {
+/// One answered request, as its line reports it.
+pub(crate) struct RequestLine<'a> {
     pub(crate) function: &'a str,
     pub(crate) route: &'a str,
+    pub(crate) method: &'a str,
+    pub(crate) path: &'a str,
     pub(crate) status: u16,
     pub(crate) latency_ms: f64,
+    /// How long authentication, parsing and the store took, in ms.
+    pub(crate) steps: [Option<f64>; 3],
+    /// A refusal's message, and why (never sent to the client).
+    pub(crate) error: Option<&'a str>,
+    pub(crate) reason: Option<&'a str>,
+    pub(crate) request_id: &'a str,
+    pub(crate) trace_id: &'a str,
     /// Refused because the owner has the most plants allowed.
     pub(crate) at_bound: bool,
 }
@@ -23,23 +35,36 @@ pub(crate) struct RequestMetrics<'a> {
 /// The metrics and their dimensions, declared for CloudWatch.
 const DIRECTIVE: &str = r#"{"Namespace":"PlantStore","Dimensions":[["FunctionName"],["FunctionName","Route"],["FunctionName","Route","StatusClass"]],"Metrics":[{"Name":"Requests","Unit":"Count"},{"Name":"Latency","Unit":"Milliseconds"},{"Name":"ClientErrors","Unit":"Count"},{"Name":"ServerErrors","Unit":"Count"},{"Name":"Unavailable","Unit":"Count"},{"Name":"BoundRefusals","Unit":"Count"}]}"#;
 
-/// The EMF line for one request.
-pub(crate) fn emf_line(request: &RequestMetrics) -> String {
-    let timestamp =
-        SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |elapsed| elapsed.as_millis());
-    // Names are JSON strings: the function's as the environment says it.
-    let text = |text: &str| serde_json::to_string(text).unwrap_or_default();
-    let status = request.status;
-    let count = |counted: bool| u8::from(counted);
-    format!(
-        r#"{{"_aws":{{"Timestamp":{timestamp},"CloudWatchMetrics":[{DIRECTIVE}]}},"FunctionName":{},"Route":{},"StatusClass":"{}xx","Requests":1,"Latency":{},"ClientErrors":{},"ServerErrors":{},"Unavailable":{},"BoundRefusals":{}}}"#,
-        text(request.function),
-        text(request.route),
-        (status / 100).min(5),
-        request.latency_ms,
-        count((400..500).contains(&status)),
-        count(status >= 500),
-        count(status == 503),
-        count(request.at_bound),
-    )
+impl RequestLine<'_> {
+    /// The line, as JSON.
+    pub(crate) fn to_json(&self) -> String {
+        let timestamp =
+            SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |elapsed| elapsed.as_millis());
+        // Texts as JSON strings: the client's path, the function's name.
+        let text = |text: &str| serde_json::to_string(text).unwrap_or_default();
+        let (status, count) = (self.status, |counted: bool| u8::from(counted));
+        let mut line = format!(
+            r#"{{"_aws":{{"Timestamp":{timestamp},"CloudWatchMetrics":[{DIRECTIVE}]}},"FunctionName":{},"Route":{},"StatusClass":"{}xx","Requests":1,"Latency":{},"ClientErrors":{},"ServerErrors":{},"Unavailable":{},"BoundRefusals":{},"level":"INFO","message":"request","method":{},"path":{},"status":{status},"latency_ms":{}"#,
+            text(self.function),
+            text(self.route),
+            (status / 100).min(5),
+            self.latency_ms,
+            count((400..500).contains(&status)),
+            count(status >= 500),
+            count(status == 503),
+            count(self.at_bound),
+            text(self.method),
+            text(self.path),
+            self.latency_ms,
+        );
+        for (name, ms) in ["auth_ms", "parse_ms", "store_ms"].into_iter().zip(self.steps) {
+            let _ = ms.map(|ms| write!(line, r#","{name}":{ms}"#));
+        }
+        for (name, value) in [("error", self.error), ("reason", self.reason)] {
+            let _ = value.map(|value| write!(line, r#","{name}":{}"#, text(value)));
+        }
+        let (request, trace) = (text(self.request_id), text(self.trace_id));
+        let _ = write!(line, r#","span":{{"requestId":{request},"traceId":{trace}}}}}"#);
+        line
+    }
 }
