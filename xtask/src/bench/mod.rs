@@ -41,8 +41,10 @@ pub(crate) struct Settings {
 }
 
 /// The functions measured at 128 MB's share of a CPU: the function as
-/// deployed, with the bound and without, both floors, and the build compared.
-const AT_SHARE: &[&str] = &["cognito", "function", "unbounded", "minimal", "raw", "before-cognito"];
+/// deployed, with the bound, and the physical floor, on each edge; and the
+/// build compared.
+const AT_SHARE: &[&str] =
+    &["cognito", "function", "raw", "cognito-http", "function-http", "raw-http", "before-cognito"];
 /// The template's memory size.
 const MEMORY_MB: u64 = 128;
 
@@ -259,22 +261,30 @@ fn functions(
     rows
 }
 
-/// The rows as measured functions, each with its requests.
+/// The rows as measured functions, each with its requests: the default
+/// edge's REST API events, and the HTTP API's for the rows of [`HTTP_API`]
+/// (named with `-http`).
 fn measured(rows: Vec<(&str, PathBuf, Env)>, issuer: &Issuer) -> Result<Vec<Measured>> {
     let token = issuer.keys[0].token(ISSUER, Some(AUDIENCE), "bench-user", 3600)?;
-    let event = |name: &str| -> Result<String> {
-        let text = std::fs::read_to_string(root().join("events/http-api").join(name))?;
+    let event = |edge: &str, name: &str| -> Result<String> {
+        let text = std::fs::read_to_string(root().join("events").join(edge).join(name))?;
         Ok(text.replace("{{token}}", &token))
     };
+    let http = rows.iter().filter(|(name, ..)| HTTP_API.contains(name));
+    let http = http.map(|(name, binary, env)| (format!("{name}-http"), "http-api", binary, env));
+    let rest = rows.iter().map(|(name, binary, env)| (name.to_string(), "rest-api", binary, env));
     let mut measured = Vec::new();
-    for (name, binary, env) in rows {
+    for (name, edge, binary, env) in rest.chain(http) {
         measured.push(Measured {
-            name: name.to_owned(),
-            binary,
-            env,
-            get_event: event("list-plants.json")?,
-            post_template: serde_json::from_str(&event("create-plant.json")?)?,
+            name,
+            binary: binary.clone(),
+            env: env.clone(),
+            get_event: event(edge, "list-plants.json")?,
+            post_template: serde_json::from_str(&event(edge, "create-plant.json")?)?,
         });
     }
     Ok(measured)
 }
+
+/// The rows measured on the HTTP API edge's events too.
+const HTTP_API: &[&str] = &["cognito", "function", "minimal", "raw"];

@@ -1,5 +1,7 @@
-//! The physical floor: lambda_runtime on a current-thread runtime and one
-//! SigV4-signed HTTPS call per request through hyper and rustls, no SDK, no
+//! The physical floor: lambda_runtime on a current-thread runtime and the
+//! SigV4-signed HTTPS calls the job takes through hyper and rustls (a
+//! listing's one Query; a create's PutItem, and first, with
+//! `MAX_PLANTS_PER_OWNER` above 0, the bound's UpdateItem), no SDK, no
 //! token, no validation, no log; one call at init opens the connection.
 
 use std::time::SystemTime;
@@ -98,10 +100,20 @@ impl DynamoDb {
     }
 }
 
-async fn handle(dynamodb: &DynamoDb, event: Value) -> Result<Value, Error> {
+async fn handle(dynamodb: &DynamoDb, bounded: bool, event: Value) -> Result<Value, Error> {
     let owner = json!({"S": OWNER});
-    let answer = if event["requestContext"]["http"]["method"] == "POST" {
+    // A REST API's event, or an HTTP API's.
+    let method = event.get("httpMethod").unwrap_or(&event["requestContext"]["http"]["method"]);
+    let answer = if method == "POST" {
         let plant: Value = serde_json::from_str(event["body"].as_str().unwrap_or("{}"))?;
+        if bounded {
+            let count = json!({"Key": {"owner": {"S": "counter"}, "id": {"N": "0"}},
+                "UpdateExpression": "SET #n = if_not_exists(#n, :zero) + :one",
+                "ConditionExpression": "attribute_not_exists(#n) OR #n < :max",
+                "ExpressionAttributeNames": {"#n": "plants"},
+                "ExpressionAttributeValues": {":zero": {"N": "0"}, ":one": {"N": "1"}, ":max": {"N": "1000000000"}}});
+            dynamodb.call("UpdateItem", count).await?;
+        }
         let item = json!({"owner": owner, "id": {"N": plant["id"].to_string()},
             "name": {"S": plant["name"].as_str().unwrap_or_default()}});
         let put = json!({"Item": item, "ConditionExpression": "attribute_not_exists(id)"});
@@ -127,8 +139,9 @@ async fn main() -> Result<(), Error> {
         "ExpressionAttributeValues": {":owner": {"S": "warm-up"}}, "Limit": 1});
     let _ = dynamodb.call("Query", warm_up).await;
     let dynamodb: &'static DynamoDb = Box::leak(Box::new(dynamodb));
+    let bounded = std::env::var("MAX_PLANTS_PER_OWNER").is_ok_and(|max| max != "0");
     lambda_runtime::run(service_fn(move |event: LambdaEvent<Value>| {
-        handle(dynamodb, event.payload)
+        handle(dynamodb, bounded, event.payload)
     }))
     .await
 }
