@@ -1,43 +1,68 @@
 //! The edge: one invocation from the event Lambda hands over to the answer
-//! in the event's format: the route (`route.rs`) and the token checked,
-//! content type, size and parameters read, the operation called, its
-//! outcome answered (`error.rs` maps each error to its status). The rules
-//! are the domain's, the reading and writing the store's. Each request
-//! writes one log line and one metrics line.
+//! in the event's format, through the router (`route.rs`): the token
+//! checked for every operation with the access it needs, then the
+//! operation's content type, size and parameters read and the operation
+//! called; every outcome answered once (`error.rs` for an error) and the
+//! request's one line written (`metrics.rs`). The rules are the domain's,
+//! the reading and writing the store's.
 
 use std::borrow::Cow;
+use std::sync::Arc;
 use std::time::Instant;
 
+use axum::Router;
+use axum::body::to_bytes;
+use axum::extract::Request;
+use axum::response::{IntoResponse, Response};
+use lambda_http::Context;
 use lambda_http::http::header::{CONTENT_TYPE, LINK};
 use lambda_http::http::{HeaderMap, HeaderValue, StatusCode};
-use lambda_http::{Body, Context, Request, Response};
-use tracing::{Instrument, Span};
+use tower::ServiceExt;
+use tracing::Instrument;
 
 use crate::auth::Verifier;
-use crate::cors::Cors;
 use crate::domain::limits::MAX_BODY_BYTES;
 use crate::domain::{Cursor, Limit, NewPlant, Owner};
-use crate::error::ApiError;
-use crate::event::{self, InvocationResponse, RoutePath};
+use crate::error::{ApiError, Refusal};
+use crate::event::{self, ClientPath, InvocationResponse};
 use crate::metrics::RequestLine;
 use crate::response::json_response;
-use crate::route::{Operation, Route};
+use crate::route::{self, Operation};
 use crate::store::{Created, Deadline, PlantStore, StoredPlant};
 use crate::xray;
 
 /// The Plant Store API: the handler that production and the tests both run.
 pub struct PlantApi {
-    verifier: Verifier,
-    store: PlantStore,
-    cors: Cors,
+    plants: Arc<Plants>,
+    router: Router,
 }
 
-/// How long each step of a request took, in milliseconds, for its log line.
-#[derive(Default)]
+/// What the operations answer with.
+pub struct Plants {
+    verifier: Verifier,
+    store: PlantStore,
+}
+
+/// One call of an operation: the caller the token names, when the store's
+/// work must end, and the times of its steps.
+pub(crate) struct Call<'a> {
+    owner: Owner,
+    deadline: Deadline,
+    steps: &'a mut Steps,
+}
+
+/// How long a request's token check and store work took, in ms.
+#[derive(Debug, Default, Clone, Copy)]
 struct Steps {
     auth: Option<f64>,
-    parse: Option<f64>,
     store: Option<f64>,
+}
+
+/// The operation an answer is of, and its steps' times, for its line.
+#[derive(Clone)]
+struct Served {
+    operation: &'static str,
+    steps: Steps,
 }
 
 /// `work`, its time kept in `step`.
@@ -50,19 +75,23 @@ async fn timed<T>(step: &mut Option<f64>, work: impl Future<Output = T>) -> T {
 
 impl PlantApi {
     pub fn new(verifier: Verifier, store: PlantStore) -> Self {
-        Self { verifier, store, cors: Cors::default() }
+        let plants = Arc::new(Plants { verifier, store });
+        Self { router: route::router(plants.clone()), plants }
     }
 
-    /// Answers browsers of these origins (`crate::cors`).
-    pub fn with_cors(self, cors: Cors) -> Self {
-        Self { cors, ..self }
+    /// Answers browsers of these origins (`route::cors`); none: CORS off.
+    pub fn with_cors(self, origins: &[String]) -> Self {
+        match origins.is_empty() {
+            true => self,
+            false => Self { router: self.router.layer(route::cors(origins)), ..self },
+        }
     }
 
     /// Makes both remote calls of a request ready (the signing keys fetched,
     /// the DynamoDB connection open) while init has full CPU. Neither
     /// failure is fatal: requests try again.
     pub async fn prepare(&self) {
-        tokio::join!(self.verifier.load_keys(), self.store.warm_up());
+        tokio::join!(self.plants.verifier.load_keys(), self.plants.store.warm_up());
     }
 
     /// Answers one invocation: `event`, the JSON Lambda delivered, read by
@@ -72,92 +101,93 @@ impl PlantApi {
     pub async fn invoke(&self, event: &str, context: Context) -> InvocationResponse {
         let started = Instant::now();
         let trace = context.xray_trace_id.as_deref().and_then(xray::parse);
+        let trace_id = trace.map_or("-", |(root, _, _)| root);
         // At every log level, so that every line of the invocation names it.
         let invocation = tracing::error_span!(
             "invocation",
             requestId = context.request_id.as_str(),
-            traceId = trace.map_or("-", |(root, _, _)| root),
+            traceId = trace_id
         );
         let (format, request) = event::read(event);
+        let (asked, response) = match request {
+            Ok(mut request) => {
+                let asked = (request.method().to_string(), ClientPath::of(&request).to_owned());
+                request.extensions_mut().insert(Deadline::before(context.deadline));
+                let served = xray::within(trace, self.router.clone().oneshot(request));
+                let response = served.instrument(invocation.clone()).await;
+                (Some(asked), response.unwrap_or_else(|never| match never {}))
+            }
+            Err(error) => (None, error.into_response()),
+        };
+        let (method, path) = asked.as_ref().map_or(("-", "-"), |(m, p)| (m.as_str(), p.as_str()));
+        let served = response.extensions().get::<Served>().cloned();
+        let refusal = response.extensions().get::<Refusal>();
+        let status = response.status();
+        let detail = refusal.and_then(|refusal| refusal.detail.as_deref());
+        if let Some(detail) = detail.filter(|_| status.is_server_error()) {
+            invocation.in_scope(|| tracing::error!(status = status.as_u16(), detail));
+        }
+        let steps = served.as_ref().map(|served| served.steps).unwrap_or_default();
+        let line = RequestLine {
+            function: &context.env_config.function_name,
+            route: served.as_ref().map_or("other", |served| served.operation),
+            method,
+            path,
+            status: status.as_u16(),
+            latency_ms: started.elapsed().as_secs_f64() * 1000.0,
+            steps: [steps.auth, steps.store],
+            error: refusal.map(|refusal| refusal.message.as_str()),
+            reason: detail.filter(|_| !status.is_server_error()),
+            request_id: &context.request_id,
+            trace_id,
+            at_bound: refusal.is_some_and(|refusal| refusal.at_bound),
+        };
+        crate::log::write_line(&line.to_json());
+        format.answer(response).await
+    }
+}
+
+impl Plants {
+    /// Answers `operation`: every one needs a token, verified here, once,
+    /// with the access it needs (before any body is read); the operation
+    /// gets the caller it names.
+    pub(crate) async fn serve(&self, operation: &'static Operation, request: Request) -> Response {
         let mut steps = Steps::default();
-        let (route, outcome) = match &request {
-            Ok(request) => {
-                let path = request.extensions().get::<RoutePath>().map_or("", |path| &path.0);
-                let route = Route::resolve(request.method(), path);
-                let deadline = Deadline::before(context.deadline);
-                let work = self.dispatch(request, route, deadline, &mut steps);
-                let outcome = xray::within(trace, work).instrument(invocation.clone()).await;
-                (route, outcome)
-            }
-            Err(error) => (Route::NotFound, Err(error.clone())),
-        };
-        let request = request.as_ref().ok();
-        let mut response = Answered {
-            method: request.map_or("-", |request| request.method().as_str()),
-            path: request.map_or("-", |request| request.uri().path()),
-            route,
-            started,
-            steps,
-            context: &context,
-            trace_id: trace.map_or("-", |(root, _, _)| root),
+        let deadline = request.extensions().get::<Deadline>().copied();
+        let answered = async {
+            let verified = self.verifier.authenticate(request.headers(), operation.access);
+            let owner = timed(&mut steps.auth, verified).await?;
+            let deadline = deadline.unwrap_or_else(|| Deadline::before(0));
+            operation.answer(self, Call { owner, deadline, steps: &mut steps }, request).await
         }
-        .write_line(outcome, &invocation);
-        if let Some(request) = request {
-            self.cors.answer(request, &mut response);
-        }
-        format.answer(response)
+        .await;
+        let mut response = answered.unwrap_or_else(IntoResponse::into_response);
+        // Every test holds the answers to the table (which cargo test holds
+        // to openapi.yaml).
+        debug_assert!(
+            operation.answers.contains(&response.status().as_u16()),
+            "{} answered {}",
+            operation.id,
+            response.status()
+        );
+        response.extensions_mut().insert(Served { operation: operation.id, steps });
+        response
     }
 
-    /// Every route needs a token: it is verified here, once, with the
-    /// route's scope (before any body is read), and each operation receives
-    /// the caller it names.
-    async fn dispatch(
+    pub(crate) async fn create_plant(
         &self,
-        request: &Request,
-        route: Route,
-        deadline: Deadline,
-        steps: &mut Steps,
-    ) -> Result<Response<Body>, ApiError> {
-        let route = match route {
-            Route::Found(route) => route,
-            Route::MethodNotAllowed { path } => {
-                if let Some(preflight) = self.cors.preflight(request, path) {
-                    return Ok(preflight);
-                }
-                return Err(ApiError::MethodNotAllowed {
-                    method: request.method().to_string(),
-                    path,
-                    allowed: Route::allowed_methods(path),
-                });
-            }
-            Route::NotFound => return Err(ApiError::NotFound),
-        };
-        let authenticated = self.verifier.authenticate(request.headers(), route.access);
-        let owner = timed(&mut steps.auth, authenticated).await?;
-        match route.operation {
-            Operation::ListPlants => self.list_plants(&owner, request, deadline, steps).await,
-            Operation::CreatePlant => self.create_plant(&owner, request, deadline, steps).await,
+        call: Call<'_>,
+        request: Request,
+    ) -> Result<Response, ApiError> {
+        require_json_content_type(request.headers())?;
+        let body = to_bytes(request.into_body(), usize::MAX).await;
+        let body = body.map_err(|error| ApiError::Internal(error.to_string()))?;
+        if body.len() > MAX_BODY_BYTES {
+            return Err(ApiError::PayloadTooLarge);
         }
-    }
-
-    async fn create_plant(
-        &self,
-        owner: &Owner,
-        request: &Request,
-        deadline: Deadline,
-        steps: &mut Steps,
-    ) -> Result<Response<Body>, ApiError> {
-        let parsed = async {
-            require_json_content_type(request.headers())?;
-            let body: &[u8] = request.body().as_ref();
-            if body.len() > MAX_BODY_BYTES {
-                return Err(ApiError::PayloadTooLarge);
-            }
-            Ok(NewPlant::from_json(body)?)
-        };
-        let new = timed(&mut steps.parse, parsed).await?;
-        let created = timed(&mut steps.store, self.store.create(owner, &new, deadline));
-        match created.await? {
+        let new = NewPlant::from_json(&body)?;
+        let created = self.store.create(&call.owner, &new, call.deadline);
+        match timed(&mut call.steps.store, created).await? {
             Created::New | Created::Retry => {}
             Created::Conflict => return Err(ApiError::Conflict(new.id)),
             Created::LimitReached(max) => return Err(ApiError::TooManyPlants(max)),
@@ -165,26 +195,22 @@ impl PlantApi {
         Ok(json_response(StatusCode::OK, &StoredPlant::from(&new.plant)))
     }
 
-    async fn list_plants(
+    pub(crate) async fn list_plants(
         &self,
-        owner: &Owner,
-        request: &Request,
-        deadline: Deadline,
-        steps: &mut Steps,
-    ) -> Result<Response<Body>, ApiError> {
-        let parsed =
-            async { Ok::<_, ApiError>((limit_parameter(request)?, cursor_parameter(request)?)) };
-        let (limit, cursor) = timed(&mut steps.parse, parsed).await?;
+        call: Call<'_>,
+        request: Request,
+    ) -> Result<Response, ApiError> {
+        let (limit, cursor) = (limit_parameter(&request)?, cursor_parameter(&request)?);
         let after = cursor.map(|cursor| cursor.after);
-        let listed = self.store.list(owner, limit, after, deadline);
-        let page = timed(&mut steps.store, listed).await?;
+        let listed = self.store.list(&call.owner, limit, after, call.deadline);
+        let page = timed(&mut call.steps.store, listed).await?;
         let mut response = json_response(StatusCode::OK, &page.plants);
         if let Some(after) = page.next_after {
             // RFC 8288, relative to the path as the caller saw it, with one
             // leading slash: `//host/...` would name another host.
             let next = format!(
                 "</{}?limit={}&cursor={}>; rel=\"next\"",
-                request.uri().path().trim_start_matches('/'),
+                ClientPath::of(&request).trim_start_matches('/'),
                 limit.get(),
                 Cursor::after(after).encode()
             );
@@ -193,60 +219,6 @@ impl PlantApi {
             }
         }
         Ok(response)
-    }
-}
-
-/// What a request asked and how long its steps took, for its line.
-struct Answered<'a> {
-    method: &'a str,
-    path: &'a str,
-    route: Route,
-    started: Instant,
-    steps: Steps,
-    context: &'a Context,
-    trace_id: &'a str,
-}
-
-impl Answered<'_> {
-    /// The answer to `outcome` (an error's, from `error.rs`), after writing
-    /// the request's one line (`crate::metrics`: with the refusal's message
-    /// and reason), and a 5xx's cause on an ERROR line in the `invocation`
-    /// span.
-    fn write_line(
-        &self,
-        outcome: Result<Response<Body>, ApiError>,
-        invocation: &Span,
-    ) -> Response<Body> {
-        let latency_ms = self.started.elapsed().as_secs_f64() * 1000.0;
-        let (response, message, reason, at_bound) = match outcome {
-            Ok(response) => (response, None, None, false),
-            Err(error) => {
-                let (status, mut reason) = (error.status_and_header().0, error.log_detail());
-                if let Some(detail) = reason.take_if(|_| status.is_server_error()) {
-                    invocation.in_scope(|| tracing::error!(status = status.as_u16(), detail));
-                }
-                let message = Some(error.to_string());
-                let at_bound = matches!(error, ApiError::TooManyPlants(_));
-                (error.into_response(), message, reason, at_bound)
-            }
-        };
-        let Steps { auth, parse, store } = self.steps;
-        let line = RequestLine {
-            function: &self.context.env_config.function_name,
-            route: self.route.metric_name(),
-            method: self.method,
-            path: self.path,
-            status: response.status().as_u16(),
-            latency_ms,
-            steps: [auth, parse, store],
-            error: message.as_deref(),
-            reason: reason.as_deref(),
-            request_id: &self.context.request_id,
-            trace_id: self.trace_id,
-            at_bound,
-        };
-        crate::log::write_line(&line.to_json());
-        response
     }
 }
 

@@ -1,11 +1,12 @@
 //! The one error type of the API, and the one place where an error becomes
 //! its answer: each variant's message (its `Display`), and its status and
-//! header ([`ApiError::status_and_header`]), in the contract's Error body
-//! `{ "error": <status>, "message": <sentence> }` ([`ApiError::into_response`]).
+//! header, decided once, in the contract's Error body `{ "error": <status>,
+//! "message": <sentence> }` ([`IntoResponse`]), with what the request's line
+//! says of it ([`Refusal`]).
 
-use lambda_http::http::header::{ALLOW, RETRY_AFTER, WWW_AUTHENTICATE};
-use lambda_http::http::{HeaderName, HeaderValue, Method, StatusCode};
-use lambda_http::{Body, Response};
+use axum::response::{IntoResponse, Response};
+use lambda_http::http::header::{RETRY_AFTER, WWW_AUTHENTICATE};
+use lambda_http::http::{HeaderName, HeaderValue, StatusCode};
 
 use crate::auth::AuthError;
 use crate::domain::limits::{LIMIT_MAX, MAX_BODY_BYTES, echoed};
@@ -39,14 +40,14 @@ pub enum ApiError {
     Auth(#[from] AuthError),
     #[error("No resource exists at this path.")]
     NotFound,
-    /// The method (the client's, cut by `echoed` so that the message stays
-    /// one short sentence), the path, and what it allows.
+    /// The client's method and path, cut by `echoed` so that the message
+    /// stays one short sentence; the router's `Allow` names what it allows.
     #[error(
-        "The method {} is not allowed on {path}; use {}.",
+        "The method {} is not allowed on {}; the Allow header names those that are.",
         echoed(method),
-        join(allowed, " or ")
+        echoed(path)
     )]
-    MethodNotAllowed { method: String, path: &'static str, allowed: Vec<&'static Method> },
+    MethodNotAllowed { method: String, path: String },
     #[error("A plant with id {0} already exists with other content.")]
     Conflict(PlantId),
     /// The owner already has the most plants allowed.
@@ -65,14 +66,18 @@ pub enum ApiError {
     Internal(String),
 }
 
-fn join(methods: &[&Method], separator: &str) -> String {
-    let names: Vec<&str> = methods.iter().map(|method| method.as_str()).collect();
-    names.join(separator)
+/// What the request's line says of a refusal: its message, why (for a 4xx)
+/// or what failed (for a 5xx), never sent; and whether it is the bound's.
+#[derive(Clone)]
+pub(crate) struct Refusal {
+    pub(crate) message: String,
+    pub(crate) detail: Option<String>,
+    pub(crate) at_bound: bool,
 }
 
 impl ApiError {
     /// The status of this error's answer, and the header it carries.
-    pub fn status_and_header(&self) -> (StatusCode, Option<(HeaderName, HeaderValue)>) {
+    fn status_and_header(&self) -> (StatusCode, Option<(HeaderName, HeaderValue)>) {
         use StatusCode as Status;
         let value = HeaderValue::from_static;
         let challenge = |challenge| Some((WWW_AUTHENTICATE, value(challenge)));
@@ -100,11 +105,7 @@ impl ApiError {
                 (Status::SERVICE_UNAVAILABLE, Some((RETRY_AFTER, value(RETRY_AFTER_SECONDS))))
             }
             Self::NotFound => (Status::NOT_FOUND, None),
-            // Method names are tokens: always a valid header value.
-            Self::MethodNotAllowed { allowed, .. } => {
-                let allow = HeaderValue::from_str(&join(allowed, ", ")).ok();
-                (Status::METHOD_NOT_ALLOWED, allow.map(|allow| (ALLOW, allow)))
-            }
+            Self::MethodNotAllowed { .. } => (Status::METHOD_NOT_ALLOWED, None),
             Self::Conflict(_) | Self::TooManyPlants(_) => (Status::CONFLICT, None),
             Self::PayloadTooLarge => (Status::PAYLOAD_TOO_LARGE, None),
             Self::UnsupportedMediaType => (Status::UNSUPPORTED_MEDIA_TYPE, None),
@@ -112,25 +113,30 @@ impl ApiError {
         }
     }
 
-    /// The answer: the status, the Error body and the header.
-    pub fn into_response(self) -> Response<Body> {
-        let (status, header) = self.status_and_header();
-        let body = serde_json::json!({ "error": status.as_u16(), "message": self.to_string() });
-        let mut response = json_response(status, &body);
-        if let Some((name, value)) = header {
-            response.headers_mut().insert(name, value);
-        }
-        response
-    }
-
     /// What is logged beside the response, never sent: why a 401 or 403
     /// refused, and what a 5xx met.
-    pub fn log_detail(&self) -> Option<String> {
+    fn log_detail(&self) -> Option<String> {
         match self {
             Self::Auth(error) => Some(error.reason()),
             Self::Unavailable(detail) | Self::Internal(detail) => Some(detail.clone()),
             _ => None,
         }
+    }
+}
+
+impl IntoResponse for ApiError {
+    /// The answer: the status, the Error body and the header.
+    fn into_response(self) -> Response {
+        let (status, header) = self.status_and_header();
+        let message = self.to_string();
+        let body = serde_json::json!({ "error": status.as_u16(), "message": message });
+        let mut response = json_response(status, &body);
+        if let Some((name, value)) = header {
+            response.headers_mut().insert(name, value);
+        }
+        let (detail, at_bound) = (self.log_detail(), matches!(self, Self::TooManyPlants(_)));
+        response.extensions_mut().insert(Refusal { message, detail, at_bound });
+        response
     }
 }
 

@@ -14,10 +14,13 @@ use std::borrow::Cow;
 use std::collections::BTreeMap;
 
 use aws_lambda_events::apigw::{ApiGatewayProxyResponse, ApiGatewayV2httpResponse};
+use axum::body::to_bytes;
+use axum::extract::Request;
+use axum::response::Response;
 use base64::Engine;
+use lambda_http::Body;
 use lambda_http::aws_lambda_events;
-use lambda_http::http::{HeaderMap, HeaderName, HeaderValue, Method, Response, Uri};
-use lambda_http::{Body, Request};
+use lambda_http::http::{HeaderMap, HeaderName, HeaderValue, Method, Uri};
 use percent_encoding::{AsciiSet, NON_ALPHANUMERIC, utf8_percent_encode};
 use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
@@ -40,30 +43,23 @@ pub enum Format {
 }
 
 impl Format {
-    /// `response` in this format.
-    pub fn answer(self, response: Response<Body>) -> InvocationResponse {
+    /// `response` in this format: its body is text (JSON), or none.
+    pub async fn answer(self, response: Response) -> InvocationResponse {
         let (parts, body) = response.into_parts();
-        let (is_base64_encoded, body) = match body {
-            Body::Empty => (false, None),
-            body @ Body::Text(_) => (false, Some(body)),
-            body => (true, Some(body)),
-        };
+        let text = to_bytes(body, usize::MAX).await.unwrap_or_default();
+        let body = (!text.is_empty()).then(|| Body::Text(String::from_utf8_lossy(&text).into()));
         let status_code = i64::from(parts.status.as_u16());
         match self {
             Self::V1 => {
                 let mut answer = ApiGatewayProxyResponse::default();
-                answer.status_code = status_code;
-                answer.headers = parts.headers;
-                answer.body = body;
-                answer.is_base64_encoded = is_base64_encoded;
+                (answer.status_code, answer.headers, answer.body) =
+                    (status_code, parts.headers, body);
                 InvocationResponse::V1(answer)
             }
             Self::V2 => {
                 let mut answer = ApiGatewayV2httpResponse::default();
-                answer.status_code = status_code;
-                answer.headers = parts.headers;
-                answer.body = body;
-                answer.is_base64_encoded = is_base64_encoded;
+                (answer.status_code, answer.headers, answer.body) =
+                    (status_code, parts.headers, body);
                 InvocationResponse::V2(answer)
             }
         }
@@ -174,10 +170,13 @@ impl<'a> Event<'a> {
     }
 
     fn request(self) -> Result<Request, ApiError> {
+        let format = self.format();
         let context = self.request_context.unwrap_or_default();
-        let method = match (&self.http_method, &context.http) {
-            (Some(method), _) | (None, Some(Http { method })) => method,
-            (None, None) => return Err(not_an_event()),
+        // Each format's own: aws_lambda_events (cargo lambda's emulator)
+        // writes a 2.0 event with `httpMethod: "GET"` whatever the method.
+        let method = match (format, &self.http_method, &context.http) {
+            (Format::V1, Some(method), _) | (Format::V2, _, Some(Http { method })) => method,
+            _ => return Err(not_an_event()),
         };
         let method = Method::from_bytes(method.as_bytes()).map_err(|_| not_an_event())?;
         let raw = self.raw_path.as_deref().or(self.path.as_deref()).unwrap_or_default();
@@ -196,13 +195,13 @@ impl<'a> Event<'a> {
         let route = route_path(&context, self.path_parameters.as_ref(), raw);
         let mut request = Request::new(body(self.body, self.is_base64_encoded)?);
         *request.method_mut() = method;
-        *request.uri_mut() = uri(sent.unwrap_or(raw), &query)?;
+        *request.uri_mut() = uri(&route, &query)?;
         let multi = match (&self.headers, self.multi_value_headers) {
             (None, Some(multi)) => serde_json::from_str(multi.get()).map_err(|_| not_an_event())?,
             _ => None,
         };
         *request.headers_mut() = headers(self.headers, multi)?;
-        request.extensions_mut().insert(RoutePath(route));
+        request.extensions_mut().insert(ClientPath(encoded(sent.unwrap_or(raw), PATH_ESCAPED)));
         Ok(request)
     }
 }
@@ -272,14 +271,22 @@ const URI_ESCAPED: &AsciiSet = &{
     set
 };
 
-/// The request's URI: the path (rooted) and the query, with what a URI
-/// cannot hold percent-encoded.
-fn uri(path: &str, query: &str) -> Result<Uri, ApiError> {
-    let mut text = String::with_capacity(path.len() + query.len() + 2);
-    if !path.starts_with('/') {
-        text.push('/');
+/// The same for a path, whose `?` would begin the query.
+const PATH_ESCAPED: &AsciiSet = &URI_ESCAPED.add(b'?');
+
+/// `text` (rooted) with what `escaped` sets percent-encoded.
+fn encoded(text: &str, escaped: &'static AsciiSet) -> String {
+    let mut rooted = String::with_capacity(text.len() + 1);
+    if !text.starts_with('/') {
+        rooted.push('/');
     }
-    text.extend(utf8_percent_encode(path, URI_ESCAPED));
+    rooted.extend(utf8_percent_encode(text, escaped));
+    rooted
+}
+
+/// The request's URI: the path it is routed on and the query.
+fn uri(path: &str, query: &str) -> Result<Uri, ApiError> {
+    let mut text = encoded(path, PATH_ESCAPED);
     if !query.is_empty() {
         text.push('?');
         text.extend(utf8_percent_encode(query, URI_ESCAPED));
@@ -288,13 +295,13 @@ fn uri(path: &str, query: &str) -> Result<Uri, ApiError> {
         .map_err(|_| ApiError::UnreadableRequest("The request path and query string are too long."))
 }
 
-fn body(body: Option<Cow<str>>, is_base64_encoded: bool) -> Result<Body, ApiError> {
+fn body(body: Option<Cow<str>>, is_base64_encoded: bool) -> Result<axum::body::Body, ApiError> {
     match body {
-        None => Ok(Body::Empty),
-        Some(text) if !is_base64_encoded => Ok(Body::Text(text.into_owned())),
+        None => Ok(axum::body::Body::empty()),
+        Some(text) if !is_base64_encoded => Ok(text.into_owned().into()),
         Some(encoded) => base64::engine::general_purpose::STANDARD
             .decode(encoded.as_bytes())
-            .map(Body::Binary)
+            .map(Into::into)
             .map_err(|_| {
                 ApiError::UnreadableRequest(
                     "The request body is marked base64-encoded but is not valid base64.",
@@ -303,9 +310,16 @@ fn body(body: Option<Cow<str>>, is_base64_encoded: bool) -> Result<Body, ApiErro
     }
 }
 
-/// The path a request is routed on ([`route_path`]).
+/// The path the client sent (its URI's is the one it is routed on,
+/// [`route_path`]), percent-encoded as in a URI.
 #[derive(Debug, Clone)]
-pub struct RoutePath(pub String);
+pub struct ClientPath(String);
+
+impl ClientPath {
+    pub fn of(request: &Request) -> &str {
+        request.extensions().get::<Self>().map_or("/", |path| &path.0)
+    }
+}
 
 /// The path the route is matched on. Where API Gateway matched a route of
 /// its own, that route's path: an HTTP API's `routeKey` (`ANY /{proxy+}`), a
@@ -378,5 +392,15 @@ mod tests {
         assert!(read(base64).unwrap_err().contains("base64"));
         assert!(read(json!([1, 2])).unwrap_err().contains("API Gateway"));
         assert!(read(v2(&"/a".repeat(40_000), "")).unwrap_err().contains("too long"));
+    }
+
+    /// A 2.0 event's method is its context's, whatever a top-level
+    /// `httpMethod` says (cargo lambda's emulator writes "GET" there).
+    #[test]
+    fn a_2_0_events_method_is_its_contexts() {
+        let mut event = v2("/plants", "");
+        (event["httpMethod"], event["requestContext"]["http"]["method"]) =
+            (json!("GET"), json!("POST"));
+        assert_eq!(read(event).unwrap().method(), Method::POST);
     }
 }

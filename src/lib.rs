@@ -7,15 +7,14 @@
 pub mod api;
 pub mod auth;
 pub mod config;
-pub mod cors;
 pub mod domain;
-mod error;
+pub mod error;
 pub mod event;
 pub mod https;
 pub mod jwks;
 pub mod log;
 mod metrics;
 mod response;
-mod route;
+pub mod route;
 pub mod store;
 pub mod xray;

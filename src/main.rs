@@ -13,7 +13,6 @@ use lambda_http::{Error, service_fn};
 use plant_store::api::PlantApi;
 use plant_store::auth::Verifier;
 use plant_store::config::{Config, TelemetryConfig};
-use plant_store::cors::Cors;
 use plant_store::event::Incoming;
 use plant_store::https::Https;
 use plant_store::jwks::KeySource;
@@ -40,8 +39,8 @@ async fn serve() -> Result<(), Error> {
     let client = aws_sdk_dynamodb::Client::from_conf(dynamodb);
     let store = PlantStore::new(client, config.table, config.max_plants_per_owner);
     let store = if xray { store.traced() } else { store };
-    let cors = Cors::new(config.cors_allowed_origins);
-    let api = PlantApi::new(Verifier::new(keys, &config.rules), store).with_cors(cors);
+    let api = PlantApi::new(Verifier::new(keys, &config.rules), store);
+    let api = api.with_cors(&config.cors_allowed_origins);
     api.prepare().await;
     let api = Arc::new(api);
     // One at a time when AWS_LAMBDA_MAX_CONCURRENCY is unset or 1. The

@@ -1,115 +1,103 @@
-//! The API's routes, in one table: dispatch, the `Allow` header, the 404 and
-//! 405 answers and the metrics' `Route` dimension all read it, and
-//! `openapi.yaml` must hold the same operations (tests/template_test.py).
-//! A route is one row, with one operation: a path segment `{name}` matches
-//! any one segment. API Gateway hands every path to the function
-//! (`template.yaml`), so a route needs no other file.
+//! The API's operations, in one table: each one of openapi.yaml's, the
+//! interface's source (tests/api/interface.rs holds every field to it), with
+//! the access a token must grant and the statuses the function answers it
+//! with; and the router built from it (axum's, whose fallbacks answer 404
+//! and 405 with `Allow`), CORS for the origins listed (tower-http's).
 
-use lambda_http::http::Method;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::time::Duration;
 
+use axum::Router;
+use axum::extract::{Request, State};
+use axum::response::Response;
+use axum::routing::{MethodFilter, on};
+use lambda_http::http::header::{AUTHORIZATION, CONTENT_TYPE, LINK, RETRY_AFTER, WWW_AUTHENTICATE};
+use lambda_http::http::{HeaderValue, Method};
+use tower_http::cors::{AllowOrigin, CorsLayer};
+
+use crate::api::{Call, Plants};
 use crate::auth::Access;
+use crate::error::ApiError;
 
-/// What a request asks the API to do.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Operation {
-    ListPlants,
-    CreatePlant,
-}
-
-/// One row of the table.
-#[derive(Debug, PartialEq, Eq)]
-pub(crate) struct RouteSpec {
+/// One operation: openapi.yaml's method, path and `operationId`.
+pub struct Operation {
+    pub id: &'static str,
     pub method: Method,
     pub path: &'static str,
-    /// `METHOD path`: the metrics' `Route` dimension.
-    pub key: &'static str,
-    pub operation: Operation,
-    /// The scope kind a token must grant, when scopes are configured.
+    /// What its `security` requirement names: `read` or `write`.
     pub access: Access,
+    /// The statuses the function answers it with (the edge adds its own).
+    pub answers: &'static [u16],
+    handler: Handler,
 }
 
-/// Every route of the API. Each needs a bearer token.
-pub(crate) const ROUTES: &[RouteSpec] = &[
-    RouteSpec {
+type Handler = for<'a> fn(&'a Plants, Call<'a>, Request) -> Answer<'a>;
+type Answer<'a> = Pin<Box<dyn Future<Output = Result<Response, ApiError>> + Send + 'a>>;
+
+/// Every operation of the API. Each needs a bearer token.
+pub const OPERATIONS: [Operation; 2] = [
+    Operation {
+        id: "listPlants",
         method: Method::GET,
         path: "/plants",
-        key: "GET /plants",
-        operation: Operation::ListPlants,
         access: Access::Read,
+        answers: &[200, 400, 401, 403, 500, 503],
+        handler: |plants, call, request| Box::pin(plants.list_plants(call, request)),
     },
-    RouteSpec {
+    Operation {
+        id: "createPlant",
         method: Method::POST,
         path: "/plants",
-        key: "POST /plants",
-        operation: Operation::CreatePlant,
         access: Access::Write,
+        answers: &[200, 400, 401, 403, 409, 413, 415, 500, 503],
+        handler: |plants, call, request| Box::pin(plants.create_plant(call, request)),
     },
 ];
 
-/// A request's route, decided once from its method and path.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Route {
-    Found(&'static RouteSpec),
-    /// The path exists, but not with this method.
-    MethodNotAllowed {
-        path: &'static str,
-    },
-    NotFound,
-}
-
-/// Whether `path` has the segments of `pattern`, `{name}` matching any one.
-fn matches(pattern: &str, path: &str) -> bool {
-    let (mut pattern, mut path) = (pattern.split('/'), path.split('/'));
-    loop {
-        match (pattern.next(), path.next()) {
-            (None, None) => return true,
-            (Some(wanted), Some(segment)) if wanted == segment => {}
-            (Some(wanted), Some(segment)) if wanted.starts_with('{') && !segment.is_empty() => {}
-            _ => return false,
-        }
+impl Operation {
+    pub(crate) fn answer<'a>(
+        &self,
+        plants: &'a Plants,
+        call: Call<'a>,
+        request: Request,
+    ) -> Answer<'a> {
+        (self.handler)(plants, call, request)
     }
 }
 
-impl Route {
-    /// `path` is the route path (`crate::event::route_path`).
-    pub(crate) fn resolve(method: &Method, path: &str) -> Self {
-        let mut on_path = ROUTES.iter().filter(|route| matches(route.path, path));
-        let Some(first) = on_path.clone().next() else {
-            return Self::NotFound;
+/// The router of [`OPERATIONS`], each answered by `plants`.
+pub(crate) fn router(plants: Arc<Plants>) -> Router {
+    let routes = OPERATIONS.iter().fold(Router::new(), |router, operation| {
+        let filter =
+            MethodFilter::try_from(operation.method.clone()).expect("a method axum routes");
+        let serve = move |State(plants): State<Arc<Plants>>, request: Request| async move {
+            plants.serve(operation, request).await
         };
-        match on_path.find(|route| route.method == *method) {
-            Some(route) => Self::Found(route),
-            None => Self::MethodNotAllowed { path: first.path },
-        }
-    }
-
-    /// The methods a route's path allows, in table order.
-    pub(crate) fn allowed_methods(path: &str) -> Vec<&'static Method> {
-        let on_path = ROUTES.iter().filter(|route| route.path == path);
-        on_path.map(|route| &route.method).collect()
-    }
-
-    /// The metrics' `Route` dimension: `other` for every request that
-    /// matches no route, so that callers cannot create dimension values.
-    pub(crate) fn metric_name(self) -> &'static str {
-        match self {
-            Self::Found(route) => route.key,
-            Self::MethodNotAllowed { .. } | Self::NotFound => "other",
-        }
-    }
+        router.route(operation.path, on(filter, serve))
+    });
+    let not_allowed = |request: Request| async move {
+        let (method, path) = (request.method().to_string(), request.uri().path().to_owned());
+        ApiError::MethodNotAllowed { method, path }
+    };
+    routes
+        .fallback(async || ApiError::NotFound)
+        .method_not_allowed_fallback(not_allowed)
+        .with_state(plants)
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn a_parameter_segment_matches_any_one_segment() {
-        for path in ["/plants/7", "/plants/{id}", "/plants/a%20b"] {
-            assert!(matches("/plants/{id}", path), "{path}");
-        }
-        for path in ["/plants", "/plants/", "/plants/7/x", "/other/7"] {
-            assert!(!matches("/plants/{id}", path), "{path}");
-        }
-    }
+/// CORS (the Fetch Standard) for the origins listed, never `*`: every
+/// OPTIONS request is a preflight, answered before any token is read; every
+/// other answer to a listed origin names it.
+pub(crate) fn cors(origins: &[String]) -> CorsLayer {
+    let origins = origins.iter().filter_map(|origin| HeaderValue::from_str(origin).ok());
+    let mut methods: Vec<Method> =
+        OPERATIONS.iter().map(|operation| operation.method.clone()).collect();
+    methods.dedup();
+    CorsLayer::new()
+        .allow_origin(AllowOrigin::list(origins))
+        .allow_methods(methods)
+        .allow_headers([AUTHORIZATION, CONTENT_TYPE])
+        .expose_headers([LINK, RETRY_AFTER, WWW_AUTHENTICATE])
+        .max_age(Duration::from_secs(600))
 }

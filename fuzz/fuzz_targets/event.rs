@@ -16,6 +16,7 @@ use libfuzzer_sys::fuzz_target;
 use plant_store::api::PlantApi;
 use plant_store::auth::Verifier;
 use plant_store::https::Https;
+use plant_store::route::OPERATIONS;
 use plant_store::store::PlantStore;
 use serde_json::{Value, json};
 
@@ -115,17 +116,26 @@ fuzz_target!(|data: &[u8]| {
     let Ok(event) = event(setup, &mut Unstructured::new(data)) else {
         return;
     };
-    let event = event.to_string();
-    let answer = setup.runtime.block_on(setup.api.invoke(&event, Context::default()));
+    let head = [&event["httpMethod"], &event["requestContext"]["http"]["method"]]
+        .contains(&&json!("HEAD"));
+    let answer = setup.runtime.block_on(setup.api.invoke(&event.to_string(), Context::default()));
     let answer = serde_json::to_value(answer).unwrap();
     let status = answer["statusCode"].as_u64().unwrap();
+    let answers = OPERATIONS.iter().flat_map(|operation| operation.answers);
+    // An operation's statuses (the store's 500 aside: it is a closed port),
+    // or no operation's: 404, 405.
     assert!(
-        matches!(status, 200 | 400 | 401 | 403 | 404 | 405 | 409 | 413 | 415 | 503),
+        answers.chain(&[404, 405]).any(|&known| u64::from(known) == status && status != 500),
         "{status}: {answer}"
     );
     let headers = &answer["headers"];
     assert_eq!(headers["content-type"], "application/json", "{answer}");
-    let body: Value = serde_json::from_str(answer["body"].as_str().unwrap()).unwrap();
+    // A HEAD request the router answers has no body (one it cannot read does).
+    let body = answer["body"].as_str().unwrap_or_default();
+    if head && body.is_empty() {
+        return;
+    }
+    let body: Value = serde_json::from_str(body).unwrap();
     if status >= 400 {
         assert_eq!(body["error"], status, "{answer}");
         assert!(body["message"].as_str().is_some_and(|message| !message.is_empty()));

@@ -6,7 +6,6 @@ use lambda_http::Context;
 use plant_store::api::PlantApi;
 use plant_store::auth::Verifier;
 use plant_store::config::DEFAULT_MAX_PLANTS_PER_OWNER;
-use plant_store::cors::Cors;
 use plant_store::store::PlantStore;
 use plant_store::store::layout::counter_owner;
 use plant_store_admin::create_table;
@@ -63,8 +62,8 @@ impl TestApp {
 
     /// The function answering browsers of these origins too (`CORS_ALLOWED_ORIGINS`).
     pub fn with_cors(mut self, origins: &[&str]) -> Self {
-        let origins = origins.iter().map(|origin| (*origin).to_owned()).collect();
-        self.api = self.api.with_cors(Cors::new(origins));
+        let origins: Vec<String> = origins.iter().map(|origin| (*origin).to_owned()).collect();
+        self.api = self.api.with_cors(&origins);
         self
     }
 

@@ -15,7 +15,7 @@ use plant_store_testkit::{
 use plant_store_testkit::{SigningKey, unix_now};
 use serde_json::{Value, json};
 
-use crate::template::caller_key;
+use crate::interface::caller_key;
 
 #[tokio::test]
 async fn tokens_of_every_accepted_algorithm_verify() {
