@@ -1,6 +1,7 @@
 //! `cargo xtask contract-test`: Schemathesis from openapi.yaml against the
 //! function behind cargo lambda's emulator, with a token and without one
-//! (401 everywhere), then the acceptance suite; the seed is the commit's
+//! (401 everywhere), then the acceptance suite and scripts/dev's curl
+//! lines; the seed is the commit's
 //! unless `--seed` says, and a failure prints the command that repeats it.
 //! The full run also sends them through `sam local start-api` once.
 
@@ -14,6 +15,7 @@ use plant_store_local_support::tools::ensure_python_tools;
 use plant_store_local_support::{Result, log, root, tools_dir};
 
 use crate::acceptance::acceptance_on_local_stack;
+use crate::local_stack::try_curl_lines;
 use crate::stack::Stack;
 
 /// Runs the contract tests with at most `max_examples` examples per
@@ -32,8 +34,9 @@ pub(crate) fn contract_test(max_examples: usize, seed: Option<u64>) -> Result {
     if let Err(error) = stack.start_built_function(port, &function_log) {
         return Err(format!("{error}\n{}", tail(&function_log, 60)).into());
     }
-    let seed = seed.unwrap_or_else(commit_seed);
-    run_contract(&format!("http://127.0.0.1:{port}"), &issuer, max_examples, seed, true)
+    let (seed, url) = (seed.unwrap_or_else(commit_seed), format!("http://127.0.0.1:{port}"));
+    run_contract(&url, &issuer, max_examples, seed, true)?;
+    try_curl_lines(&url, &issuer)
 }
 
 /// The contract tests through `sam local start-api` (the template's default

@@ -3,12 +3,14 @@
 //! local start-api`) and `cargo xtask token OWNER`.
 
 use std::path::PathBuf;
+use std::process::Command;
 
 use plant_store_local_support::keys::Issuer;
-use plant_store_local_support::process::Started;
+use plant_store_local_support::process::{Started, run};
 use plant_store_local_support::sam_local::SamLocal;
 use plant_store_local_support::tools::ensure_python_tools;
 use plant_store_local_support::{Result, log, root};
+use serde_yaml_ng::Value;
 
 use crate::artifact::sam_build;
 use crate::stack::Stack;
@@ -45,7 +47,7 @@ pub(crate) fn dev(api_port: u16, dynamodb_port: u16) -> Result {
     );
     let function = stack.start_function(api_port)?;
     let dynamodb = stack.env.get("AWS_ENDPOINT_URL_DYNAMODB");
-    print_welcome(&stack, &issuer, api_port, "", dynamodb);
+    print_welcome(&stack, &issuer, api_port, "", dynamodb)?;
     function.wait()
 }
 
@@ -61,25 +63,79 @@ pub(crate) fn sam_local(api_port: u16, dynamodb_port: u16) -> Result {
         "starting sam local start-api on 127.0.0.1:{api_port} (the first answer takes a few seconds)"
     );
     let api: Started = sam.start_api(&stack.env, api_port, &[], None)?;
-    print_welcome(&stack, &issuer, api_port, " under sam local", &sam.dynamodb_url);
+    print_welcome(&stack, &issuer, api_port, " under sam local", &sam.dynamodb_url)?;
     api.wait()
 }
 
-fn print_welcome(stack: &Stack, issuer: &Issuer, port: u16, how: &str, dynamodb: &str) {
+fn print_welcome(stack: &Stack, issuer: &Issuer, port: u16, how: &str, dynamodb: &str) -> Result {
     let token = issuer.token(DEV_OWNER, TOKEN_TTL_SECONDS);
     let table = stack.env.get("PLANTS_TABLE");
+    let curl = curl_lines(&format!("http://127.0.0.1:{port}"))?.join("\n");
     println!(
         r#"
-Plant Store is running{how} at http://127.0.0.1:{port}/plants (owner: {DEV_OWNER}).
+Plant Store is running{how} at http://127.0.0.1:{port} (owner: {DEV_OWNER}).
 The function reaches DynamoDB Local at {dynamodb}, table: {table}.
 Ctrl-C stops everything. A token for another owner: scripts/token OWNER
 
 TOKEN={token}
 
-curl -s -X POST http://127.0.0.1:{port}/plants -H "Authorization: Bearer $TOKEN" -H 'Content-Type: application/json' -d '{{"id": 1, "name": "Monstera", "tag": "tropical"}}'
-curl -s "http://127.0.0.1:{port}/plants?limit=10" -H "Authorization: Bearer $TOKEN"
+{curl}
 "#
     );
+    Ok(())
+}
+
+/// A curl line for each operation of openapi.yaml, from its examples: its
+/// path parameters', those of its query parameters that have a default
+/// (the others continue a listing) and its body's; writes first.
+fn curl_lines(base: &str) -> Result<Vec<String>> {
+    let spec: Value =
+        serde_yaml_ng::from_str(&std::fs::read_to_string(root().join("openapi.yaml"))?)?;
+    let text = |value: &Value| match value {
+        Value::String(text) => text.clone(),
+        other => serde_json::to_string(other).unwrap_or_default(),
+    };
+    let mut lines = Vec::new();
+    for (path, item) in spec["paths"].as_mapping().into_iter().flatten() {
+        for (method, operation) in item.as_mapping().into_iter().flatten() {
+            let (mut path, mut query) = (text(path), Vec::new());
+            for parameter in operation["parameters"].as_sequence().into_iter().flatten() {
+                let (name, example) = (text(&parameter["name"]), text(&parameter["example"]));
+                match parameter["in"].as_str() {
+                    Some("path") => path = path.replace(&format!("{{{name}}}"), &example),
+                    Some("query") if !parameter["schema"]["default"].is_null() => {
+                        query.push(format!("{name}={example}"));
+                    }
+                    _ => {}
+                }
+            }
+            let query =
+                if query.is_empty() { String::new() } else { format!("?{}", query.join("&")) };
+            let method = text(method).to_uppercase();
+            let mut line = format!(
+                r#"curl -s -X {method} "{base}{path}{query}" -H "Authorization: Bearer $TOKEN""#
+            );
+            let body = &operation["requestBody"]["content"]["application/json"]["example"];
+            if !body.is_null() {
+                line += &format!(" -H 'Content-Type: application/json' -d '{}'", text(body));
+            }
+            lines.push((body.is_null(), line));
+        }
+    }
+    lines.sort_by_key(|(read, _)| *read);
+    Ok(lines.into_iter().map(|(_, line)| line).collect())
+}
+
+/// Each curl line against the function at `base`, which must answer 2xx
+/// (the contract tests run it, so that the lines scripts/dev prints work).
+pub(crate) fn try_curl_lines(base: &str, issuer: &Issuer) -> Result {
+    log!("the curl lines scripts/dev prints, each answered 2xx");
+    for line in curl_lines(base)? {
+        let mut shell = Command::new("sh");
+        shell.arg("-c").arg(format!("{line} -f -o /dev/null"));
+        run(shell.env("TOKEN", issuer.token(DEV_OWNER, 600)))?;
+    }
+    Ok(())
 }
 
 /// `cargo xtask token OWNER`: a token for the local stack, signed with the
