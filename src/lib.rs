@@ -14,6 +14,7 @@ pub mod https;
 pub mod jwks;
 pub mod log;
 mod metrics;
+mod plants;
 mod response;
 pub mod route;
 pub mod store;

@@ -11,7 +11,22 @@
 //! written without a serializer.
 
 use std::fmt::Write;
-use std::time::{SystemTime, UNIX_EPOCH};
+use std::time::{Instant, SystemTime, UNIX_EPOCH};
+
+/// How long a request's token check and store work took, in ms.
+#[derive(Debug, Default, Clone, Copy)]
+pub(crate) struct Steps {
+    pub(crate) auth: Option<f64>,
+    pub(crate) store: Option<f64>,
+}
+
+/// `work`, its time kept in `step`.
+pub(crate) async fn timed<T>(step: &mut Option<f64>, work: impl Future<Output = T>) -> T {
+    let started = Instant::now();
+    let done = work.await;
+    *step = Some(started.elapsed().as_secs_f64() * 1000.0);
+    done
+}
 
 /// One answered request, as its line reports it.
 pub(crate) struct RequestLine<'a> {
@@ -21,8 +36,7 @@ pub(crate) struct RequestLine<'a> {
     pub(crate) path: &'a str,
     pub(crate) status: u16,
     pub(crate) latency_ms: f64,
-    /// How long the token's check and the store took, in ms.
-    pub(crate) steps: [Option<f64>; 2],
+    pub(crate) steps: Steps,
     /// A refusal's message, and why (never sent to the client).
     pub(crate) error: Option<&'a str>,
     pub(crate) reason: Option<&'a str>,
@@ -57,7 +71,7 @@ impl RequestLine<'_> {
             text(self.path),
             self.latency_ms,
         );
-        for (name, ms) in ["auth_ms", "store_ms"].into_iter().zip(self.steps) {
+        for (name, ms) in [("auth_ms", self.steps.auth), ("store_ms", self.steps.store)] {
             let _ = ms.map(|ms| write!(line, r#","{name}":{ms}"#));
         }
         for (name, value) in [("error", self.error), ("reason", self.reason)] {

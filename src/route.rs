@@ -5,20 +5,20 @@
 //! and 405 with `Allow`), CORS for the origins listed (tower-http's).
 
 use std::pin::Pin;
-use std::sync::Arc;
 use std::time::Duration;
 
 use axum::Router;
-use axum::extract::{Request, State};
+use axum::extract::Request;
 use axum::response::Response;
 use axum::routing::{MethodFilter, on};
 use lambda_http::http::header::{AUTHORIZATION, CONTENT_TYPE, LINK, RETRY_AFTER, WWW_AUTHENTICATE};
 use lambda_http::http::{HeaderValue, Method};
 use tower_http::cors::{AllowOrigin, CorsLayer};
 
-use crate::api::{Call, Plants};
 use crate::auth::Access;
 use crate::error::ApiError;
+use crate::plants::{self, Call};
+use crate::store::PlantStore;
 
 /// One operation: openapi.yaml's method, path and `operationId`.
 pub struct Operation {
@@ -32,7 +32,7 @@ pub struct Operation {
     handler: Handler,
 }
 
-type Handler = for<'a> fn(&'a Plants, Call<'a>, Request) -> Answer<'a>;
+type Handler = for<'a> fn(&'a PlantStore, Call<'a>, Request) -> Answer<'a>;
 type Answer<'a> = Pin<Box<dyn Future<Output = Result<Response, ApiError>> + Send + 'a>>;
 
 /// Every operation of the API. Each needs a bearer token.
@@ -43,7 +43,7 @@ pub const OPERATIONS: [Operation; 2] = [
         path: "/plants",
         access: Access::Read,
         answers: &[200, 400, 401, 403, 500, 503],
-        handler: |plants, call, request| Box::pin(plants.list_plants(call, request)),
+        handler: |store, call, request| Box::pin(plants::list_plants(store, call, request)),
     },
     Operation {
         id: "createPlant",
@@ -51,39 +51,39 @@ pub const OPERATIONS: [Operation; 2] = [
         path: "/plants",
         access: Access::Write,
         answers: &[200, 400, 401, 403, 409, 413, 415, 500, 503],
-        handler: |plants, call, request| Box::pin(plants.create_plant(call, request)),
+        handler: |store, call, request| Box::pin(plants::create_plant(store, call, request)),
     },
 ];
 
 impl Operation {
+    /// The operation's answer to `request`, from `store`, for `call`'s caller.
     pub(crate) fn answer<'a>(
         &self,
-        plants: &'a Plants,
+        store: &'a PlantStore,
         call: Call<'a>,
         request: Request,
     ) -> Answer<'a> {
-        (self.handler)(plants, call, request)
+        (self.handler)(store, call, request)
     }
 }
 
-/// The router of [`OPERATIONS`], each answered by `plants`.
-pub(crate) fn router(plants: Arc<Plants>) -> Router {
+/// The router of [`OPERATIONS`], each request of one answered by `serve`.
+pub(crate) fn router<S, F>(serve: S) -> Router
+where
+    S: Fn(&'static Operation, Request) -> F + Clone + Send + Sync + 'static,
+    F: Future<Output = Response> + Send + 'static,
+{
     let routes = OPERATIONS.iter().fold(Router::new(), |router, operation| {
         let filter =
             MethodFilter::try_from(operation.method.clone()).expect("a method axum routes");
-        let serve = move |State(plants): State<Arc<Plants>>, request: Request| async move {
-            plants.serve(operation, request).await
-        };
-        router.route(operation.path, on(filter, serve))
+        let serve = serve.clone();
+        router.route(operation.path, on(filter, move |request: Request| serve(operation, request)))
     });
     let not_allowed = |request: Request| async move {
         let (method, path) = (request.method().to_string(), request.uri().path().to_owned());
         ApiError::MethodNotAllowed { method, path }
     };
-    routes
-        .fallback(async || ApiError::NotFound)
-        .method_not_allowed_fallback(not_allowed)
-        .with_state(plants)
+    routes.fallback(async || ApiError::NotFound).method_not_allowed_fallback(not_allowed)
 }
 
 /// CORS (the Fetch Standard) for the origins listed, never `*`: every
