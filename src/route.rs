@@ -93,6 +93,7 @@ pub(crate) fn cors(origins: &[String]) -> CorsLayer {
     let origins = origins.iter().filter_map(|origin| HeaderValue::from_str(origin).ok());
     let mut methods: Vec<Method> =
         OPERATIONS.iter().map(|operation| operation.method.clone()).collect();
+    methods.sort_by(|a, b| a.as_str().cmp(b.as_str()));
     methods.dedup();
     CorsLayer::new()
         .allow_origin(AllowOrigin::list(origins))

@@ -4,6 +4,7 @@
 use lambda_http::Context;
 use plant_store::api::PlantApi;
 use plant_store::config::DEFAULT_MAX_PLANTS_PER_OWNER;
+use plant_store::route::OPERATIONS;
 use plant_store::store::PlantStore;
 use plant_store_testkit::{
     ApiGatewayEvent, TestApp, TestResponse, bearer, dynamodb_client, verifier,
@@ -138,6 +139,13 @@ async fn a_json_content_type_in_any_case_or_none_is_read_as_json() {
     assert_eq!(app.stored_items().await.len(), 3);
 }
 
+/// A header's comma-separated list, in order.
+fn sorted(list: Option<&str>) -> Vec<String> {
+    let mut items: Vec<_> = list.unwrap_or_default().split(',').map(str::to_owned).collect();
+    items.sort();
+    items
+}
+
 #[tokio::test]
 async fn unknown_paths_get_404_and_other_methods_405_with_allow() {
     let app = TestApp::new().await;
@@ -145,12 +153,21 @@ async fn unknown_paths_get_404_and_other_methods_405_with_allow() {
         let request = ApiGatewayEvent::new("GET", path).header("authorization", &bearer("alice"));
         app.send(request).await.assert_error(404, "path");
     }
-    for method in ["PUT", "DELETE", "PATCH", "OPTIONS"] {
+    // The methods of /plants' operations, and HEAD with GET (RFC 9110).
+    let on_plants = OPERATIONS.iter().filter(|operation| operation.path == "/plants");
+    let mut allowed: Vec<_> = on_plants.map(|operation| operation.method.as_str()).collect();
+    if allowed.contains(&"GET") {
+        allowed.push("HEAD");
+    }
+    for method in ["GET", "POST", "PUT", "DELETE", "PATCH", "OPTIONS"] {
+        if allowed.contains(&method) {
+            continue;
+        }
         let request =
             ApiGatewayEvent::new(method, "/plants").header("authorization", &bearer("alice"));
         let response = app.send(request).await;
         response.assert_error(405, method);
-        assert_eq!(response.header("allow"), Some("GET,HEAD,POST"));
+        assert_eq!(sorted(response.header("allow")), sorted(Some(&allowed.join(","))));
     }
     // HEAD is GET without a body (RFC 9110, section 9.3.2).
     let head = ApiGatewayEvent::new("HEAD", "/plants").header("authorization", &bearer("alice"));
@@ -175,9 +192,16 @@ async fn a_listed_origin_is_answered_for_browsers_and_no_other() {
     let refused = app.send(preflight("https://evil.example")).await;
     assert_eq!((refused.status, refused.header("access-control-allow-origin")), (200, None));
     let answer = app.send(preflight(origin)).await;
-    let named = ["origin", "methods", "headers"]
-        .map(|name| answer.header(&format!("access-control-allow-{name}")));
-    assert_eq!(named, [Some(origin), Some("GET,POST"), Some("authorization,content-type")]);
+    let named =
+        ["origin", "headers"].map(|name| answer.header(&format!("access-control-allow-{name}")));
+    assert_eq!(named, [Some(origin), Some("authorization,content-type")]);
+    // Each method of the operations, once.
+    let mut methods: Vec<_> =
+        OPERATIONS.iter().map(|operation| operation.method.as_str()).collect();
+    methods.sort();
+    methods.dedup();
+    let allowed = answer.header("access-control-allow-methods");
+    assert_eq!(sorted(allowed), sorted(Some(&methods.join(","))));
     assert_eq!((answer.status, answer.header("access-control-max-age")), (200, Some("600")));
     // Every answer to a listed origin names it, an error too.
     let listed = ApiGatewayEvent::list_plants(&bearer("alice"), "").header("origin", origin);
