@@ -134,7 +134,7 @@ impl Plants {
             let owner = timed(&mut steps.auth, verified).await?;
             let deadline = deadline.unwrap_or_else(|| Deadline::before(0));
             let call = Call { owner, deadline, steps: &mut steps };
-            operation.answer(&self.store, call, request).await
+            (operation.handler)(&self.store, call, request).await
         }
         .await;
         let mut response = answered.unwrap_or_else(IntoResponse::into_response);

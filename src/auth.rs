@@ -1,12 +1,8 @@
-//! Bearer tokens: parse the `Authorization` header, verify the JWT against the
-//! issuer's signing keys, check that it is an access token that grants the
-//! route's scope when scopes are configured, and yield the caller as an
-//! [`Owner`]. Every refusal carries its reason, for the log only.
-//!
-//! A verified token is remembered ([`TokenCache`]) until its `exp` or until
-//! the key that verified it changes, so that a client reusing its access
-//! token is not verified again on every request; nothing is accepted from
-//! the cache that a fresh verification would refuse (docs/contract.md).
+//! Bearer tokens: the `Authorization` header's JWT verified against the
+//! issuer's keys, an access token granting the operation's access where
+//! scopes are configured, yields the caller, an [`Owner`]; every refusal
+//! has its reason, for the log only. A verified token is remembered
+//! ([`TokenCache`]) while a fresh verification would accept it.
 
 use std::sync::Arc;
 
@@ -28,7 +24,7 @@ const VERIFIED_TOKEN_BYTES: u64 = 1024 * 1024;
 /// 2 and 3.3.2.11): a token with one is no access token, whoever issued it.
 const ID_TOKEN_CLAIMS: [&str; 3] = ["nonce", "at_hash", "c_hash"];
 
-/// What a route needs a token to grant, when scopes are configured.
+/// What an operation needs a token to grant, when scopes are configured.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Access {
     Read,
@@ -50,7 +46,7 @@ pub enum AuthError {
     /// key, algorithm, issuer, audience, claims, type, an ID token.
     #[error("The bearer token in the Authorization header is not valid.")]
     InvalidToken(String),
-    /// A valid token that does not grant this scope, which the route needs.
+    /// A valid token that does not grant this scope, which the operation needs.
     #[error("The bearer token does not grant the scope {0}, which this operation requires.")]
     InsufficientScope(String),
     /// The issuer's keys cannot be known now: the token may well be valid,
@@ -95,11 +91,9 @@ struct Claims {
     nbf: Option<f64>,
     token_use: Option<String>,
     client_id: Option<String>,
-    /// Every other claim, among them the granted scopes: `scope`,
-    /// space-separated (RFC 9068), and `scp`, space-separated or an array, as
-    /// some issuers send it. Kept as JSON and read only when scopes are
-    /// required, so that with scopes off no token is refused for these
-    /// claims, whatever their type, nor for repeating one (the last counts).
+    /// Every other claim, the scopes (`scope`, `scp`) among them: kept as
+    /// JSON and read only when scopes are required, so that with scopes off
+    /// no token is refused for them, whatever their type.
     #[serde(flatten)]
     other: serde_json::Map<String, Value>,
 }
@@ -364,17 +358,9 @@ impl Verifier {
 
 /// The token of `Authorization: Bearer <token>`: the scheme in any case
 /// (RFC 9110, section 11.1), one or more spaces, one b64token and nothing
-/// else (RFC 6750, section 2.1), so that every spelling of one token is one
-/// key of the firewall's per-caller limit (template.yaml's
-/// `RateLimitPerCaller` compresses spaces and lowercases).
-///
-/// Whatever the header holds, the answer is 401: no header or another
-/// scheme is a request without credentials (the plain challenge); a `Bearer`
-/// value that is not one b64token is a malformed token (`invalid_token`).
-/// That covers two `Authorization` headers too, since API Gateway delivers
-/// them joined by a comma into one value (HTTP API and function URL events)
-/// or keeps the last (REST API events), and the function cannot tell such a
-/// value from one sent as it is.
+/// else (RFC 6750, section 2.1), as the firewall's per-caller key reads it.
+/// Anything else is 401: the plain challenge without a `Bearer` value, else
+/// `invalid_token` (two headers arrive joined by a comma: docs/contract.md).
 fn bearer_token(headers: &HeaderMap) -> Result<&str, AuthError> {
     let mut values = headers.get_all(AUTHORIZATION).iter();
     let value = values.next().ok_or(AuthError::MissingToken("no Authorization header"))?.as_bytes();

@@ -62,7 +62,7 @@ pub struct Config {
     /// Local); unset or empty, as in AWS: DynamoDB's regional endpoint.
     pub dynamodb_endpoint: Option<String>,
     /// `CORS_ALLOWED_ORIGINS`, comma-separated: the origins whose browser
-    /// pages may call the API (`crate::cors`); none: CORS off.
+    /// pages may call the API (`route::cors`); none: CORS off.
     pub cors_allowed_origins: Vec<String>,
 }
 
@@ -427,24 +427,11 @@ mod tests {
         let origins = |list: &str| config(&[("CORS_ALLOWED_ORIGINS", list)]);
         let listed = "https://app.example, http://localhost:5173,https://[2001:db8::1]:8443";
         assert_eq!(origins(listed).unwrap().cors_allowed_origins.len(), 3);
-        for refused in [
-            "null",
-            "*",
-            "https://app.example/",
-            "https://app.example/plants",
-            "https://App.example",
-            "HTTPS://app.example",
-            "https://app.example:443",
-            "http://a.example:80",
-            "ftp://a.example",
-            "https://a.example:0",
-            "https://a.example:08080",
-            "https://a.example:65536",
-            "https://user@a.example",
-            "https://[2001:DB8::1]",
-            "https://[2001:db8:0::1]",
-            "https://",
-        ] {
+        let refused = "null * https://app.example/ https://app.example/plants https://App.example \
+            HTTPS://app.example https://app.example:443 http://a.example:80 ftp://a.example \
+            https://a.example:0 https://a.example:08080 https://a.example:65536 \
+            https://user@a.example https://[2001:DB8::1] https://[2001:db8:0::1] https://";
+        for refused in refused.split_whitespace() {
             let list = format!("https://ok.example,{refused}");
             let error = origins(&list).unwrap_err();
             assert!(error.contains(&format!("{refused:?} is none")), "{refused}: {error}");

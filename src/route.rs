@@ -29,11 +29,12 @@ pub struct Operation {
     pub access: Access,
     /// The statuses the function answers it with (the edge adds its own).
     pub answers: &'static [u16],
-    handler: Handler,
+    /// The operation's answer, from the store, for the call's caller.
+    pub(crate) handler: Handler,
 }
 
-type Handler = for<'a> fn(&'a PlantStore, Call<'a>, Request) -> Answer<'a>;
-type Answer<'a> = Pin<Box<dyn Future<Output = Result<Response, ApiError>> + Send + 'a>>;
+pub(crate) type Handler = for<'a> fn(&'a PlantStore, Call<'a>, Request) -> Answer<'a>;
+pub(crate) type Answer<'a> = Pin<Box<dyn Future<Output = Result<Response, ApiError>> + Send + 'a>>;
 
 /// Every operation of the API. Each needs a bearer token.
 pub const OPERATIONS: [Operation; 2] = [
@@ -54,18 +55,6 @@ pub const OPERATIONS: [Operation; 2] = [
         handler: |store, call, request| Box::pin(plants::create_plant(store, call, request)),
     },
 ];
-
-impl Operation {
-    /// The operation's answer to `request`, from `store`, for `call`'s caller.
-    pub(crate) fn answer<'a>(
-        &self,
-        store: &'a PlantStore,
-        call: Call<'a>,
-        request: Request,
-    ) -> Answer<'a> {
-        (self.handler)(store, call, request)
-    }
-}
 
 /// The router of [`OPERATIONS`], each request of one answered by `serve`.
 pub(crate) fn router<S, F>(serve: S) -> Router

@@ -1,15 +1,6 @@
 //! The DynamoDB client's configuration: where it goes, as whom, and how long
-//! it may take, chosen so that a 503 is always answered well inside the
-//! function's 10 s timeout (template.yaml):
-//! - a connection must open within 0.5 s (Lambda to DynamoDB is ~ms; the
-//!   shared connector's `CONNECT_TIMEOUT`, `crate::https`);
-//! - each attempt gets 1 s (DynamoDB answers in single-digit ms; a 1 MB page
-//!   is far below a second);
-//! - 3 attempts in the SDK's standard mode, with jittered backoff from 50 ms
-//!   up to 0.5 s, so a throttle or a dropped connection is retried quickly;
-//! - 3.5 s for the whole operation, attempts and backoff included; every
-//!   request's store work, all its calls and their retries, also runs
-//!   inside one [`super::Deadline`] of at most [`STORE_BUDGET`].
+//! it may take, so that a 503 is answered well inside the function's 10 s
+//! timeout (template.yaml); the connection's own is `crate::https`'s.
 
 use std::time::Duration;
 
@@ -31,14 +22,16 @@ use aws_smithy_runtime_api::client::interceptors::disable_interceptor;
 
 use crate::https::Https;
 
+/// DynamoDB answers in single-digit ms; a 1 MB page takes far less.
 const ATTEMPT_TIMEOUT: Duration = Duration::from_secs(1);
-const OPERATION_TIMEOUT: Duration = Duration::from_millis(3500);
+/// The SDK's standard mode, jittered: a throttle or a dropped connection
+/// is retried quickly.
 pub const MAX_ATTEMPTS: u32 = 3;
 const INITIAL_BACKOFF: Duration = Duration::from_millis(50);
 const MAX_BACKOFF: Duration = Duration::from_millis(500);
-/// The most a request's store work may take, all calls together: a store
-/// failure is answered within it.
-pub const STORE_BUDGET: Duration = OPERATION_TIMEOUT;
+/// The most a call, attempts and backoff included, and a request's store
+/// work, all its calls together (`super::Deadline`), may take.
+pub const STORE_BUDGET: Duration = Duration::from_millis(3500);
 
 /// The DynamoDB client's configuration: to `endpoint` (DynamoDB Local;
 /// `None`, DynamoDB's regional endpoint, from `crate::config`), in the
@@ -72,7 +65,7 @@ pub async fn client_config(https: &Https, endpoint: Option<&str>) -> aws_sdk_dyn
         .timeout_config(
             TimeoutConfig::builder()
                 .operation_attempt_timeout(ATTEMPT_TIMEOUT)
-                .operation_timeout(OPERATION_TIMEOUT)
+                .operation_timeout(STORE_BUDGET)
                 .build(),
         )
         .build()

@@ -1,10 +1,10 @@
 //! The interface's facts held to their one source, openapi.yaml
 //! (docs/contract.md): the router's operations (`route::OPERATIONS`), the
-//! function's error answers, and template.yaml's gateway answers; and the
-//! template's DynamoDB grants to the calls the store makes. Each check
-//! lists what disagrees, and its mutation test shows every kind found.
+//! function's error answers and template.yaml's gateway answers; and the
+//! template's DynamoDB grants to the calls the store makes. The check lists
+//! what disagrees, and its mutation test shows every kind found.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeSet;
 
 use axum::body::to_bytes;
 use axum::response::IntoResponse;
@@ -14,187 +14,92 @@ use plant_store::domain::{NewPlant, PlantError};
 use plant_store::error::ApiError;
 use plant_store::route::OPERATIONS;
 use plant_store_testkit::fault_proxy::{Fault, FaultProxy};
-use plant_store_testkit::{ApiGatewayEvent, TestApp, bearer};
-use serde_yaml_ng::Value;
+use plant_store_testkit::{TestApp, bearer};
+use serde_json::{Map, Value, json};
+use serde_yaml_ng::Value as Yaml;
 
-fn openapi() -> Value {
-    serde_yaml_ng::from_str(include_str!("../../openapi.yaml")).unwrap()
-}
-
-fn template() -> Value {
-    serde_yaml_ng::from_str(include_str!("../../template.yaml")).unwrap()
-}
-
-fn text(value: &Value) -> String {
-    value.as_str().unwrap_or_default().to_owned()
-}
-
-/// One operation: as the router serves it, or as openapi.yaml documents it.
-#[derive(Clone)]
-struct Route {
-    id: String,
-    method: String,
-    path: String,
-    /// `read` or `write`: the scopes of its `security` requirement.
-    access: String,
-    statuses: BTreeSet<u16>,
-}
-
-fn routed() -> Vec<Route> {
-    let route = |operation: &plant_store::route::Operation| Route {
-        id: operation.id.to_owned(),
-        method: operation.method.to_string(),
-        path: operation.path.to_owned(),
-        access: match operation.access {
-            Access::Read => "read".to_owned(),
-            Access::Write => "write".to_owned(),
-        },
-        statuses: operation.answers.iter().copied().collect(),
-    };
-    OPERATIONS.iter().map(route).collect()
-}
-
-fn documented(spec: &Value) -> Vec<Route> {
-    let mut routes = Vec::new();
-    for (path, item) in spec["paths"].as_mapping().unwrap() {
-        for (method, operation) in item.as_mapping().unwrap() {
-            let scopes = operation["security"][0]["bearerAuth"].as_sequence().cloned();
-            let statuses = operation["responses"].as_mapping().into_iter().flatten();
-            routes.push(Route {
-                id: text(&operation["operationId"]),
-                method: text(method).to_uppercase(),
-                path: text(path),
-                access: scopes.unwrap_or_default().iter().map(text).collect::<Vec<_>>().join(" "),
-                statuses: statuses.filter_map(|(status, _)| text(status).parse().ok()).collect(),
-            });
+/// A YAML document as JSON, CloudFormation's tags as `{"!Tag": value}`.
+fn json(yaml: Yaml) -> Value {
+    match yaml {
+        Yaml::Tagged(tagged) => json!({ tagged.tag.to_string(): json(tagged.value) }),
+        Yaml::Sequence(items) => items.into_iter().map(json).collect(),
+        Yaml::Mapping(map) => {
+            let key = |key: Yaml| match json(key) {
+                Value::String(key) => key,
+                other => other.to_string(),
+            };
+            Value::Object(map.into_iter().map(|(k, v)| (key(k), json(v))).collect())
         }
+        scalar => serde_json::to_value(scalar).unwrap(),
     }
-    routes
 }
 
-/// The statuses API Gateway itself answers with: the template's gateway
-/// responses' and the firewall's.
-fn gateway_statuses(template: &Value) -> BTreeSet<u16> {
-    gateway_answers(template)
-        .values()
-        .filter_map(|(status, _)| u16::try_from(*status).ok())
-        .collect()
-}
-
-/// Where the router's operations and openapi.yaml's disagree: an operation
-/// on one side only, its `operationId`, its access, a status the function
-/// answers it with that is not documented, or one documented that neither
-/// the function nor the gateway answers.
-fn route_disagreements(routed: &[Route], spec: &Value, template: &Value) -> Vec<String> {
-    let (documented, gateway) = (documented(spec), gateway_statuses(template));
-    let mut found = Vec::new();
-    for route in routed {
-        let name = format!("{} {}", route.method, route.path);
-        let Some(spec) =
-            documented.iter().find(|d| (&d.method, &d.path) == (&route.method, &route.path))
-        else {
-            found.push(format!("{name} is routed, not in openapi.yaml"));
-            continue;
+/// openapi.yaml, template.yaml and the router's table (each operation's
+/// `operationId`, access and statuses by `METHOD path`), as JSON.
+fn sources() -> [Value; 3] {
+    let yaml = |text: &str| json(serde_yaml_ng::from_str(text).unwrap());
+    let routed = OPERATIONS.iter().map(|operation| {
+        let access = match operation.access {
+            Access::Read => "read",
+            Access::Write => "write",
         };
-        if spec.id != route.id {
-            found
-                .push(format!("{name} is {} in the router, {} in openapi.yaml", route.id, spec.id));
-        }
-        if spec.access != route.access {
-            found.push(format!(
-                "{name} needs {} access, openapi.yaml says {:?}",
-                route.access, spec.access
-            ));
-        }
-        for status in route.statuses.difference(&spec.statuses) {
-            found.push(format!("{name} answers {status}, not in openapi.yaml"));
-        }
-        for status in spec.statuses.difference(&route.statuses).filter(|s| !gateway.contains(s)) {
-            found.push(format!("openapi.yaml lists {status} for {name}: nothing answers it"));
-        }
-    }
-    for spec in documented
-        .iter()
-        .filter(|d| !routed.iter().any(|r| (&r.method, &r.path) == (&d.method, &d.path)))
-    {
-        found.push(format!("openapi.yaml's {} {} is not routed", spec.method, spec.path));
-    }
-    found
+        let facts = json!({"id": operation.id, "access": [access], "statuses": operation.answers});
+        (format!("{} {}", operation.method, operation.path), facts)
+    });
+    let (spec, template) =
+        (include_str!("../../openapi.yaml"), include_str!("../../template.yaml"));
+    [yaml(spec), yaml(template), Value::Object(routed.collect())]
 }
 
-/// Every example of an Error body in openapi.yaml's responses, by name.
-fn examples(spec: &Value) -> BTreeMap<String, serde_json::Value> {
-    let responses = spec["components"]["responses"].as_mapping().unwrap().values();
-    let examples = responses
-        .filter_map(|response| response["content"]["application/json"]["examples"].as_mapping());
-    let examples = examples
-        .flatten()
-        .map(|(name, example)| (text(name), serde_json::to_value(&example["value"]).unwrap()));
-    examples.filter(|(_, value)| value.get("error").is_some()).collect()
+/// openapi.yaml's operations, as the router's table states them.
+fn documented(spec: &Value) -> Map<String, Value> {
+    let mut documented = Map::new();
+    for (path, item) in spec["paths"].as_object().unwrap() {
+        for (method, operation) in item.as_object().unwrap() {
+            let statuses = operation["responses"].as_object().unwrap().keys();
+            let statuses: Vec<u16> = statuses.filter_map(|status| status.parse().ok()).collect();
+            let access = &operation["security"][0]["bearerAuth"];
+            let facts =
+                json!({"id": operation["operationId"], "access": access, "statuses": statuses});
+            documented.insert(format!("{} {path}", method.to_uppercase()), facts);
+        }
+    }
+    documented
 }
 
-/// API Gateway's own answers by the name openapi.yaml's example of each
-/// has: each gateway response type's, and the firewall's custom body (for
-/// each status a rule sends it with), as status and body.
-fn gateway_answers(template: &Value) -> BTreeMap<String, (u64, serde_json::Value)> {
-    let resources = &template["Resources"];
-    let body = |text: &Value| serde_json::from_str(text.as_str().unwrap()).unwrap();
-    let mut answers = BTreeMap::new();
-    let responses =
-        resources["PlantsRestApi"]["Properties"]["GatewayResponses"].as_mapping().unwrap();
-    for (kind, response) in responses {
-        let status = response["StatusCode"].as_u64().unwrap_or_default();
-        answers
-            .insert(text(kind), (status, body(&response["ResponseTemplates"]["application/json"])));
-    }
-    let firewall = &resources["WebAcl"]["Properties"];
-    for rule in firewall["Rules"].as_sequence().unwrap() {
+fn statuses(facts: &Value) -> BTreeSet<u64> {
+    facts["statuses"].as_array().into_iter().flatten().filter_map(Value::as_u64).collect()
+}
+
+/// API Gateway's own answers as `(name, status, body)`: each gateway
+/// response type's, and the firewall's custom body for each rule that
+/// sends it, named as openapi.yaml's example of it.
+fn gateway_answers(template: &Value) -> Vec<(String, u64, Value)> {
+    let body = |text: &Value| serde_json::from_str(text.as_str().unwrap_or("null")).unwrap();
+    let api = &template["Resources"]["PlantsRestApi"]["Properties"]["GatewayResponses"];
+    let mut answers: Vec<_> = (api.as_object().unwrap().iter())
+        .map(|(kind, answer)| {
+            let status = answer["StatusCode"].as_u64().unwrap_or_default();
+            (kind.clone(), status, body(&answer["ResponseTemplates"]["application/json"]))
+        })
+        .collect();
+    let firewall = &template["Resources"]["WebAcl"]["Properties"];
+    for rule in firewall["Rules"].as_array().unwrap() {
         let response = &rule["Action"]["Block"]["CustomResponse"];
         if let Some(key) = response["CustomResponseBodyKey"].as_str() {
-            let status = response["ResponseCode"].as_u64().unwrap_or_default();
             let content = body(&firewall["CustomResponseBodies"][key]["Content"]);
-            answers.insert(format!("{key} ({})", text(&rule["Name"])), (status, content));
+            answers.push((key.to_owned(), response["ResponseCode"].as_u64().unwrap(), content));
         }
     }
     answers
 }
 
-/// Where the gateway's answers and openapi.yaml disagree: an answer without
-/// its example (named for its type or firewall body) or with another
-/// status or body, and an example in capitals that no answer is.
-fn gateway_disagreements(spec: &Value, template: &Value) -> Vec<String> {
-    let examples = examples(spec);
-    let answers = gateway_answers(template);
-    let mut found = Vec::new();
-    for (name, (status, body)) in &answers {
-        let example = name.split(' ').next().and_then(|name| examples.get(name));
-        match example {
-            None => found.push(format!("{name}: no example in openapi.yaml")),
-            Some(example) if example != body => {
-                found.push(format!("{name} answers {body}, openapi.yaml {example}"))
-            }
-            Some(_) if body["error"] != *status => {
-                found.push(format!("{name} answers {body} with status {status}"))
-            }
-            Some(_) => {}
-        }
-    }
-    let named = |example: &str| answers.keys().any(|name| name.split(' ').next() == Some(example));
-    for example in
-        examples.keys().filter(|name| name.chars().all(|c| c.is_ascii_uppercase() || c == '_'))
-    {
-        if !named(example) {
-            found.push(format!("openapi.yaml's {example} is no answer of the gateway's"));
-        }
-    }
-    found
-}
-
-/// The function's errors each example in lower case shows.
-fn function_errors() -> BTreeMap<&'static str, ApiError> {
+/// The function's error each example in lower case shows (but the HTTP
+/// API's own, `http_api`).
+fn function_errors() -> Vec<(&'static str, ApiError)> {
     let id = NewPlant::from_json(br#"{"id": 7, "name": "Fern"}"#).unwrap().id;
     let (method, path) = ("DELETE".to_owned(), "/plants".to_owned());
-    BTreeMap::from([
+    vec![
         ("missing_field", ApiError::InvalidBody(PlantError::MissingField("name"))),
         ("invalid_token", AuthError::InvalidToken(String::new()).into()),
         ("insufficient_scope", AuthError::InsufficientScope("plants/write".into()).into()),
@@ -206,136 +111,146 @@ fn function_errors() -> BTreeMap<&'static str, ApiError> {
         ("not_json", ApiError::UnsupportedMediaType),
         ("unexpected", ApiError::Internal(String::new())),
         ("store", ApiError::Unavailable(String::new())),
-    ])
+    ]
 }
 
-/// Where the function's answers and openapi.yaml's examples of them (in
-/// lower case, but the HTTP API's) disagree.
-async fn function_disagreements(spec: &Value, errors: BTreeMap<&str, ApiError>) -> Vec<String> {
-    let examples = examples(spec);
+/// Where the router's operations and openapi.yaml's disagree: an operation
+/// on one side only, its `operationId` or access; a status the function
+/// answers that is not documented, or one documented that neither the
+/// function nor the gateway (`gateway`) answers.
+fn route_disagreements(spec: &Value, routed: &Value, gateway: &BTreeSet<u64>) -> Vec<String> {
+    let documented = documented(spec);
     let mut found = Vec::new();
-    for (name, example) in
-        examples.iter().filter(|(name, _)| name.chars().all(|c| !c.is_ascii_uppercase()))
-    {
-        let Some(error) = errors.get(name.as_str()) else {
-            found.push(format!("openapi.yaml's {name} is no error of the function's"));
+    for (operation, facts) in routed.as_object().unwrap() {
+        let Some(spec) = documented.get(operation) else {
+            found.push(format!("{operation} is routed, not in openapi.yaml"));
             continue;
         };
-        let answer = to_bytes(error.clone().into_response().into_body(), usize::MAX).await.unwrap();
-        let answer: serde_json::Value = serde_json::from_slice(&answer).unwrap();
-        if answer != *example {
-            found.push(format!("{name}: the function answers {answer}, openapi.yaml {example}"));
+        for field in ["id", "access"].into_iter().filter(|field| facts[field] != spec[field]) {
+            found.push(format!("{operation}'s {field}: {}, not {}", facts[field], spec[field]));
+        }
+        let (answered, listed) = (statuses(facts), statuses(spec));
+        for status in answered.difference(&listed) {
+            found.push(format!("{operation} answers {status}, not in openapi.yaml"));
+        }
+        for status in listed.difference(&answered).filter(|status| !gateway.contains(status)) {
+            found.push(format!("openapi.yaml lists {status} for {operation}: nothing answers it"));
         }
     }
-    found.extend(
-        errors
-            .keys()
-            .filter(|name| !examples.contains_key(**name))
-            .map(|name| format!("{name}: no example")),
-    );
+    let unrouted = documented.keys().filter(|operation| routed.get(operation).is_none());
+    found.extend(unrouted.map(|operation| format!("openapi.yaml's {operation} is not routed")));
     found
 }
 
-/// Every disagreement of the router, the function and the template with
-/// openapi.yaml.
-async fn disagreements(routed: &[Route], spec: &Value, template: &Value) -> Vec<String> {
-    let mut found = route_disagreements(routed, spec, template);
-    found.extend(gateway_disagreements(spec, template));
-    found.extend(function_disagreements(spec, function_errors()).await);
+/// Where the router, the function's errors and the gateway's answers
+/// disagree with openapi.yaml: besides the routes', an answer unlike its
+/// example (the Error body of its status), an example no one answers.
+async fn disagreements([spec, template, routed]: &[Value; 3]) -> Vec<String> {
+    let gateway = gateway_answers(template);
+    let statuses = gateway.iter().map(|(_, status, _)| *status).collect();
+    let mut found = route_disagreements(spec, routed, &statuses);
+    let responses = spec["components"]["responses"].as_object().unwrap().values();
+    let examples =
+        responses.filter_map(|r| r["content"]["application/json"]["examples"].as_object());
+    let examples: Map<_, _> =
+        examples.flatten().map(|(k, v)| (k.clone(), v["value"].clone())).collect();
+    let mut answered = BTreeSet::from(["http_api".to_owned()]);
+    for (name, status, body) in gateway {
+        match examples.get(&name).unwrap_or(&Value::Null) {
+            _ if body["error"] != status => {
+                found.push(format!("{name} answers {body} with {status}"))
+            }
+            example if *example == body => {}
+            example => found.push(format!("{name} answers {body}, openapi.yaml {example}")),
+        }
+        answered.insert(name);
+    }
+    for (name, error) in function_errors() {
+        let answer = to_bytes(error.into_response().into_body(), usize::MAX).await.unwrap();
+        let answer: Value = serde_json::from_slice(&answer).unwrap();
+        let example = examples.get(name).unwrap_or(&Value::Null);
+        if *example != answer {
+            found.push(format!("{name}: the function answers {answer}, openapi.yaml {example}"));
+        }
+        answered.insert(name.to_owned());
+    }
+    let unanswered = examples.keys().filter(|name| !answered.contains(*name));
+    found.extend(unanswered.map(|name| format!("openapi.yaml's {name} is no one's answer")));
     found
 }
 
 #[tokio::test]
 async fn the_router_the_functions_errors_and_the_gateways_answers_agree_with_openapi_yaml() {
-    let found = disagreements(&routed(), &openapi(), &template()).await;
-    assert_eq!(found, Vec::<String>::new());
+    assert_eq!(disagreements(&sources()).await, Vec::<String>::new());
 }
 
-/// Each documented operation is routed, and needs a token: 401 without.
-#[tokio::test]
-async fn every_operation_of_openapi_yaml_is_routed_and_needs_a_token() {
-    let app = TestApp::new().await;
-    for operation in documented(&openapi()) {
-        let segments = operation.path.split('/');
-        let path: Vec<_> = segments.map(|s| if s.starts_with('{') { "1" } else { s }).collect();
-        let path = path.join("/");
-        let response = app.send(ApiGatewayEvent::new(&operation.method, &path)).await;
-        assert_eq!(response.status, 401, "{} {path}: {:?}", operation.method, response.body);
-    }
-}
-
-type Change = fn(&mut Value, &mut Value, &mut Vec<Route>);
-
-fn plants(spec: &mut Value) -> &mut serde_yaml_ng::Mapping {
-    spec["paths"]["/plants"].as_mapping_mut().unwrap()
-}
-
-fn gateway_response<'t>(template: &'t mut Value, kind: &str) -> &'t mut Value {
-    &mut template["Resources"]["PlantsRestApi"]["Properties"]["GatewayResponses"][kind]
-}
-
-/// One of each kind of disagreement, to make in a copy of openapi.yaml,
-/// template.yaml or the router's table.
-const CHANGES: [(&str, Change); 14] = [
-    ("openapi.yaml without POST /plants", |spec, _, _| _ = plants(spec).remove("post")),
-    ("openapi.yaml's GET /plants as PUT", |spec, _, _| {
-        let get = plants(spec).remove("get").unwrap();
-        plants(spec).insert("put".into(), get);
-    }),
-    ("openapi.yaml's GET /plants at /plant", |spec, _, _| {
-        let item = spec["paths"].as_mapping_mut().unwrap().remove("/plants").unwrap();
-        spec["paths"].as_mapping_mut().unwrap().insert("/plant".into(), item);
-    }),
-    ("openapi.yaml's GET /plants needing write", |spec, _, _| {
-        spec["paths"]["/plants"]["get"]["security"][0]["bearerAuth"] = vec!["write"].into();
-    }),
-    ("openapi.yaml's GET /plants without 400", |spec, _, _| {
-        _ = spec["paths"]["/plants"]["get"]["responses"].as_mapping_mut().unwrap().remove("400");
-    }),
-    ("openapi.yaml's GET /plants with 409", |spec, _, _| {
-        let conflict = spec["paths"]["/plants"]["post"]["responses"]["409"].clone();
-        spec["paths"]["/plants"]["get"]["responses"]["409"] = conflict;
-    }),
-    ("openapi.yaml's GET /plants named getPlants", |spec, _, _| {
-        spec["paths"]["/plants"]["get"]["operationId"] = "getPlants".into();
-    }),
-    ("the router with GET /plants/{id}", |_, _, routed| {
-        let by_id = Route { path: "/plants/{id}".into(), ..routed[0].clone() };
-        routed.push(by_id);
-    }),
-    ("the router answering GET /plants with 409", |_, _, routed| {
-        _ = routed[0].statuses.insert(409)
-    }),
-    ("the function's 404 with another message", |spec, _, _| {
-        let examples =
-            &mut spec["components"]["responses"]["NotFound"]["content"]["application/json"];
-        examples["examples"]["no_route"]["value"]["message"] = "Not here.".into();
-    }),
-    ("THROTTLED with status 503", |_, template, _| {
-        gateway_response(template, "THROTTLED")["StatusCode"] = 503.into();
-    }),
-    ("WAF_FILTERED with another message", |_, template, _| {
-        let body = r#"{"error": 403, "message": "Forbidden."}"#;
-        gateway_response(template, "WAF_FILTERED")["ResponseTemplates"]["application/json"] =
-            body.into();
-    }),
-    ("a gateway response without its example", |_, template, _| {
-        let throttled = gateway_response(template, "THROTTLED").clone();
-        *gateway_response(template, "QUOTA_EXCEEDED") = throttled;
-    }),
-    ("the firewall's body with another message", |_, template, _| {
-        let bodies = &mut template["Resources"]["WebAcl"]["Properties"]["CustomResponseBodies"];
-        bodies["RATE_LIMITED"]["Content"] = r#"{"error": 429, "message": "Slow down."}"#.into();
-    }),
+/// One of each kind of disagreement: in openapi.yaml (0), template.yaml (1)
+/// or the router's table (2), the value at a JSON pointer set (`null`:
+/// removed).
+const CHANGES: [(&str, usize, &str, &str); 14] = [
+    ("POST /plants undocumented", 0, "/paths/~1plants/post", "null"),
+    ("DELETE /plants documented", 0, "/paths/~1plants/delete", r#"{"responses": {}}"#),
+    (
+        "GET /plants documented as write",
+        0,
+        "/paths/~1plants/get/security/0/bearerAuth",
+        r#"["write"]"#,
+    ),
+    ("GET /plants's 400 undocumented", 0, "/paths/~1plants/get/responses/400", "null"),
+    ("GET /plants documenting 409", 0, "/paths/~1plants/get/responses/409", "{}"),
+    ("GET /plants documented as getPlants", 0, "/paths/~1plants/get/operationId", r#""getPlants""#),
+    ("the function's 404 documented with another message", 0, NO_ROUTE, r#""Not here.""#),
+    ("RESOURCE_NOT_FOUND's example gone", 0, RESOURCE_NOT_FOUND, "null"),
+    ("THROTTLED answered with 503", 1, THROTTLED, "503"),
+    (
+        "WAF_FILTERED answered with another message",
+        1,
+        WAF_FILTERED,
+        r#""{\"error\": 403, \"message\": \"No.\"}""#,
+    ),
+    (
+        "a gateway response type without an example",
+        1,
+        QUOTA_EXCEEDED,
+        r#"{"StatusCode": 429, "ResponseTemplates": {"application/json": "{\"error\": 429, \"message\": \"Quota.\"}"}}"#,
+    ),
+    (
+        "the firewall's body with another message",
+        1,
+        RATE_LIMITED,
+        r#""{\"error\": 429, \"message\": \"Slow.\"}""#,
+    ),
+    (
+        "GET /plants/{id} routed",
+        2,
+        "/GET ~1plants~1{id}",
+        r#"{"id": "getPlant", "access": ["read"], "statuses": [200]}"#,
+    ),
+    ("GET /plants routed to answer 409", 2, "/GET ~1plants/statuses/0", "409"),
 ];
+const NO_ROUTE: &str =
+    "/components/responses/NotFound/content/application~1json/examples/no_route/value/message";
+const RESOURCE_NOT_FOUND: &str =
+    "/components/responses/NotFound/content/application~1json/examples/RESOURCE_NOT_FOUND";
+const THROTTLED: &str = "/Resources/PlantsRestApi/Properties/GatewayResponses/THROTTLED/StatusCode";
+const WAF_FILTERED: &str = "/Resources/PlantsRestApi/Properties/GatewayResponses/WAF_FILTERED/ResponseTemplates/application~1json";
+const QUOTA_EXCEEDED: &str = "/Resources/PlantsRestApi/Properties/GatewayResponses/QUOTA_EXCEEDED";
+const RATE_LIMITED: &str = "/Resources/WebAcl/Properties/CustomResponseBodies/RATE_LIMITED/Content";
 
 /// Each change is found (and printed: `--nocapture`).
 #[tokio::test]
 async fn every_kind_of_disagreement_is_found() {
-    for (change, make) in CHANGES {
-        let (mut spec, mut template, mut routed) = (openapi(), template(), routed());
-        make(&mut spec, &mut template, &mut routed);
-        let found = disagreements(&routed, &spec, &template).await;
+    for (change, source, pointer, value) in CHANGES {
+        let mut sources = sources();
+        let (parent, key) = pointer.rsplit_once('/').unwrap();
+        let key = key.replace("~1", "/");
+        match (sources[source].pointer_mut(parent).unwrap(), serde_json::from_str(value).unwrap()) {
+            (Value::Array(items), value) => items[key.parse::<usize>().unwrap()] = value,
+            (Value::Object(map), Value::Null) => _ = map.remove(&key),
+            (Value::Object(map), value) => _ = map.insert(key, value),
+            (other, _) => panic!("{pointer}: {other}"),
+        }
+        let found = disagreements(&sources).await;
         println!("{change}:\n  {}", found.join("\n  "));
         assert!(!found.is_empty(), "{change} went unnoticed");
     }
@@ -345,11 +260,11 @@ async fn every_kind_of_disagreement_is_found() {
 /// `Authorization` under: the value through `RateLimitPerCaller`'s text
 /// transformations, as AWS WAF documents them.
 pub(crate) fn caller_key(authorization: &str) -> String {
-    let template = template();
-    let rules = template["Resources"]["WebAcl"]["Properties"]["Rules"].as_sequence().unwrap();
+    let [_, template, _] = sources();
+    let rules = template["Resources"]["WebAcl"]["Properties"]["Rules"].as_array().unwrap();
     let rule = rules.iter().find(|rule| rule["Name"] == "RateLimitPerCaller").unwrap();
     let header = &rule["Statement"]["RateBasedStatement"]["CustomKeys"][0]["Header"];
-    let mut transformations = header["TextTransformations"].as_sequence().unwrap().clone();
+    let mut transformations = header["TextTransformations"].as_array().unwrap().clone();
     transformations.sort_by_key(|transformation| transformation["Priority"].as_u64());
     let transform = |key: String, transformation: &Value| match transformation["Type"].as_str() {
         Some("NONE") => key,
@@ -383,11 +298,10 @@ async fn the_template_grants_exactly_the_calls_the_store_makes_and_the_codes_bou
     app.get(&bearer("alice"), "").await;
     app.api.prepare().await;
     let made: BTreeSet<_> = proxy.calls_since(0).into_iter().map(|call| call.operation).collect();
-    let template = template();
-    let granted = template["Mappings"]["FunctionCalls"]["DynamoDB"]["Actions"].as_sequence();
-    let granted = granted.unwrap().iter().map(|action| action.as_str().unwrap());
-    let granted: BTreeSet<_> = granted.map(|action| action.replace("dynamodb:", "")).collect();
-    assert_eq!(granted, made);
+    let [_, template, _] = sources();
+    let granted = template["Mappings"]["FunctionCalls"]["DynamoDB"]["Actions"].as_array().unwrap();
+    let granted = granted.iter().map(|action| action.as_str().unwrap().replace("dynamodb:", ""));
+    assert_eq!(granted.collect::<BTreeSet<_>>(), made);
     let bound = &template["Parameters"]["MaxPlantsPerOwner"]["Default"];
     assert_eq!(bound.as_u64(), Some(DEFAULT_MAX_PLANTS_PER_OWNER.into()));
 }
