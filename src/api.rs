@@ -1,9 +1,7 @@
-//! The edge: one invocation from the event Lambda hands over to the answer
-//! in the event's format, through the router (`route.rs`): the token
-//! checked once for every operation with the access it needs, then the
-//! operation's handler (`plants.rs`); every outcome answered once
-//! (`error.rs` for an error) and the request's one line written
-//! (`metrics.rs`).
+//! The edge: an invocation's event through the router (`route.rs`) to its
+//! answer; the token checked once for every operation with the access it
+//! needs, then the operation's handler (`plants.rs`); the request's one
+//! line written (`metrics.rs`).
 
 use std::sync::Arc;
 use std::time::Instant;
@@ -62,17 +60,14 @@ impl PlantApi {
         }
     }
 
-    /// Makes both remote calls of a request ready (the signing keys fetched,
-    /// the DynamoDB connection open) while init has full CPU. Neither
-    /// failure is fatal: requests try again.
+    /// Fetches the keys and opens the DynamoDB connection while init has full
+    /// CPU; neither failure is fatal (requests try again).
     pub async fn prepare(&self) {
         tokio::join!(self.plants.verifier.load_keys(), self.plants.store.warm_up());
     }
 
-    /// Answers one invocation: `event`, the JSON Lambda delivered, read by
-    /// [`crate::event`], answered in the event's own format. Every outcome,
-    /// an unreadable event included, is a response: the function itself
-    /// never fails an invocation.
+    /// Answers `event`, the JSON Lambda delivered, in its own format: every
+    /// outcome, an unreadable event's too, so no invocation fails.
     pub async fn invoke(&self, event: &str, context: Context) -> InvocationResponse {
         let started = Instant::now();
         let trace = context.xray_trace_id.as_deref().and_then(xray::parse);
@@ -123,9 +118,8 @@ impl PlantApi {
 }
 
 impl Plants {
-    /// Answers `operation`: every one needs a token, verified here, once,
-    /// with the access it needs (before any body is read); the operation
-    /// gets the caller it names.
+    /// Answers `operation` for the caller its token names, verified here,
+    /// once, with the access it needs, before any body is read.
     async fn serve(&self, operation: &'static Operation, request: Request) -> Response {
         let mut steps = Steps::default();
         let deadline = request.extensions().get::<Deadline>().copied();
@@ -138,14 +132,9 @@ impl Plants {
         }
         .await;
         let mut response = answered.unwrap_or_else(IntoResponse::into_response);
-        // Every test holds the answers to the table (which cargo test holds
-        // to openapi.yaml).
-        debug_assert!(
-            operation.answers.contains(&response.status().as_u16()),
-            "{} answered {}",
-            operation.id,
-            response.status()
-        );
+        // Every test holds the answers to the table (held to openapi.yaml).
+        let status = response.status().as_u16();
+        debug_assert!(operation.answers.contains(&status), "{} answered {status}", operation.id);
         response.extensions_mut().insert(Served { operation: operation.id, steps });
         response
     }

@@ -31,9 +31,8 @@ pub enum Access {
     Write,
 }
 
-/// Why a request is not authenticated or not allowed: each variant's
-/// message is the client's; its reason (which check failed) is the log's.
-/// Neither ever carries the token.
+/// Why a request is not authenticated or not allowed: the message is the
+/// client's, the reason (which check failed) the log's; neither holds the token.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum AuthError {
     /// No `Authorization` header, or not the `Bearer` scheme.
@@ -146,9 +145,8 @@ struct Verified {
     generation: u64,
 }
 
-/// The tokens verified lately, at most [`VERIFIED_TOKEN_BYTES`] of them: a
-/// concurrent cache (quick_cache, S3-FIFO eviction), safe when Lambda
-/// Managed Instances hand the function several requests at once.
+/// The tokens verified lately, at most [`VERIFIED_TOKEN_BYTES`] of them, in
+/// a concurrent cache (quick_cache) for requests served at once.
 struct TokenCache(quick_cache::sync::Cache<String, Verified, Weight>);
 
 /// An entry's weight: its bytes.

@@ -8,10 +8,8 @@ use std::time::Duration;
 use lambda_http::http::Uri;
 use tracing_subscriber::filter::LevelFilter;
 
-/// What the function records, as Lambda's advanced logging controls set it
-/// (`AWS_LAMBDA_LOG_FORMAT`, `AWS_LAMBDA_LOG_LEVEL`, else `RUST_LOG`, else
-/// INFO), and X-Ray's daemon. Read first, so that a configuration error is
-/// logged as the rest is.
+/// What the function records, as Lambda's logging controls set it, and
+/// X-Ray's daemon: read first, so that a configuration error is logged.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct TelemetryConfig {
     pub level: LevelFilter,
@@ -279,10 +277,9 @@ pub fn is_at_jwt(typ: &str) -> bool {
     lower.strip_prefix("application/").unwrap_or(&lower) == "at+jwt"
 }
 
-/// `url` as a key set or discovery document may be fetched from: an
-/// absolute `https` URL, or `http` to a loopback host where `loopback_http`
-/// allows it (`AUTH_ALLOW_LOOPBACK_HTTP`, local issuers only: in Lambda,
-/// 127.0.0.1:9001 is the Runtime API).
+/// `url` as keys may be fetched from: `https`, or `http` to a loopback host
+/// with `loopback_http` (local issuers only: in Lambda, loopback is the
+/// Runtime API).
 pub fn remote_url(url: &str, loopback_http: bool) -> Result<Uri, String> {
     let parsed: Uri = url.parse().map_err(|_| format!("must be a URL; {url:?} is none"))?;
     let loopback = matches!(parsed.host(), Some("127.0.0.1" | "localhost" | "[::1]"));
@@ -303,10 +300,9 @@ fn issuer_url(issuer: &str, loopback_http: bool) -> Result<(), String> {
     }
 }
 
-/// Whether `origin` is an origin as browsers send it in `Origin` (RFC 6454,
-/// section 6.2): `http` or `https`, `://`, a lowercase host (an IPv6 one in
-/// brackets, as written canonically), and a port only where it is not the
-/// scheme's default; nothing else.
+/// Whether `origin` is one as browsers send it (RFC 6454, section 6.2): the
+/// scheme, a lowercase host (IPv6 canonical, bracketed), a port only where
+/// not the default.
 fn is_origin(origin: &str) -> bool {
     let Some((scheme, authority)) = origin.split_once("://") else { return false };
     let default = match scheme {

@@ -24,8 +24,7 @@ pub mod limits {
     pub const LIMIT_DEFAULT: usize = 100;
     /// Request bodies larger than this are refused with 413.
     pub const MAX_BODY_BYTES: usize = 16 * 1024;
-    /// Real tokens are a few hundred bytes to ~2 KiB; anything far larger
-    /// is refused (401) before any decoding work.
+    /// Real tokens weigh up to ~2 KiB: far larger is refused undecoded.
     pub const MAX_TOKEN_BYTES: usize = 8 * 1024;
     /// Clock skew tolerated on a token's `exp` and `nbf`, in seconds.
     pub const TOKEN_LEEWAY_SECONDS: u64 = 30;
@@ -70,9 +69,8 @@ pub enum PlantError {
 pub struct Owner(String);
 
 impl Owner {
-    /// A usable subject (docs/contract.md): at most [`MAX_SUBJECT_BYTES`],
-    /// a character that is not whitespace, and no control characters, so
-    /// that it names somebody and reads the same in a log.
+    /// A usable subject (docs/contract.md), which names somebody and reads
+    /// the same in a log.
     pub fn parse(sub: String) -> Option<Self> {
         let usable = sub.len() <= MAX_SUBJECT_BYTES
             && !sub.trim().is_empty()
@@ -116,9 +114,8 @@ impl fmt::Display for PlantId {
     }
 }
 
-/// Text of 1 to `MAX` characters, no control characters, and unless
-/// `BLANK_OK` not only whitespace: every text field of a plant, as a
-/// request gives it ([`Text::parse`], the only way to make one).
+/// Text of 1 to `MAX` characters, no control characters, not blank unless
+/// `BLANK_OK`: a plant's text fields, made only by [`Text::parse`].
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Text<const MAX: usize, const BLANK_OK: bool = true>(String);
 
@@ -190,8 +187,8 @@ impl NewPlant {
     }
 }
 
-/// The members of a JSON object, each kept raw until its field reads it, and
-/// the names that appeared more than once (serde would silently keep the last).
+/// A JSON object's members, each raw until its field reads it, and the
+/// names repeated (serde would keep the last).
 #[derive(Default)]
 pub struct Fields {
     members: Map<String, Value>,
@@ -269,10 +266,8 @@ impl Limit {
 }
 
 /// Where a page of plants starts: after the plant with this id. Opaque to
-/// clients: `B.B`, where `B` is base64url of a version byte and the id, the
-/// second copy catching a truncated or mistyped cursor before a store call
-/// (docs/contract.md says why that is no protection against forgery, and
-/// needs none).
+/// clients: `B.B`, `B` base64url of a version byte and the id, the copy
+/// catching a truncated or mistyped cursor (docs/contract.md).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Cursor {
     pub after: PlantId,
@@ -292,8 +287,8 @@ impl Cursor {
         format!("{copy}.{copy}")
     }
 
-    /// `None` for anything malformed: not two equal halves, not base64url of
-    /// nine bytes (padding bits included), or another version.
+    /// `None` for anything malformed (halves unequal, not base64url of nine
+    /// bytes, another version).
     pub fn parse(text: &str) -> Option<Self> {
         let (copy, check) = text.split_once('.')?;
         if copy != check {

@@ -1,9 +1,8 @@
-//! The one error type of the API, and the one place where an error becomes
-//! its answer: each variant's message (its `Display`), and its status and
-//! header, decided once, in the contract's Error body `{ "error": <status>,
-//! "message": <sentence> }` ([`IntoResponse`]), with what the request's line
-//! says of it ([`Refusal`]).
+//! The API's one error type, and the one place an error becomes its answer:
+//! its message, status and header, decided once, in the Error body
+//! ([`IntoResponse`]), and what the request's line says of it ([`Refusal`]).
 
+use axum::Json;
 use axum::response::{IntoResponse, Response};
 use lambda_http::http::header::{RETRY_AFTER, WWW_AUTHENTICATE};
 use lambda_http::http::{HeaderName, HeaderValue, StatusCode};
@@ -11,7 +10,6 @@ use lambda_http::http::{HeaderName, HeaderValue, StatusCode};
 use crate::auth::AuthError;
 use crate::domain::limits::{LIMIT_MAX, MAX_BODY_BYTES, echoed};
 use crate::domain::{PlantError, PlantId};
-use crate::response::json_response;
 use crate::store::StoreError;
 
 const CHALLENGE: &str = r#"Bearer realm="plants""#;
@@ -130,7 +128,7 @@ impl IntoResponse for ApiError {
         let (status, header) = self.status_and_header();
         let message = self.to_string();
         let body = serde_json::json!({ "error": status.as_u16(), "message": message });
-        let mut response = json_response(status, &body);
+        let mut response = (status, Json(body)).into_response();
         if let Some((name, value)) = header {
             response.headers_mut().insert(name, value);
         }

@@ -1,14 +1,8 @@
-//! The invocation's event: what API Gateway (a REST API, or an HTTP API) or
-//! a Lambda function URL delivers, read into an `http::Request` with the
-//! path it is routed on, and the response written back in the shape that
-//! event asks for.
-//!
-//! The conversion is the project's own, not lambda_http's, which panics on
-//! some client input (a `"` in `rawQueryString`, a malformed `Host`, a body
-//! flagged base64 that is not) and so fails the invocation: here every
-//! event becomes a request or a 400 naming the problem (docs/contract.md).
-//! Each event is read in one pass, whatever its shape, into [`Event`],
-//! borrowing its text.
+//! The invocation's event (a REST API's, an HTTP API's, a function URL's)
+//! read in one pass into an `http::Request` on the path it is routed on,
+//! and the answer written in the event's shape. The project's own reading:
+//! lambda_http's panics on some client input, failing the invocation
+//! (docs/contract.md); here every event is a request or a 400.
 
 use std::borrow::Cow;
 use std::collections::BTreeMap;
@@ -321,13 +315,10 @@ impl ClientPath {
     }
 }
 
-/// The path the route is matched on. Where API Gateway matched a route of
-/// its own, that route's path: an HTTP API's `routeKey` (`ANY /{proxy+}`), a
-/// REST API's resource path, with a greedy `{name+}` replaced by the value
-/// API Gateway gives it in `pathParameters`; so that a custom domain's API
-/// mapping (`/v1`, kept in the event's path) changes nothing. Otherwise (the
-/// `$default` route, a function URL) the event's own path, without API
-/// Gateway's stage prefix. Either without a trailing slash.
+/// The path routed on (docs/contract.md): the route API Gateway matched
+/// (`routeKey`, a REST API's resource), its greedy `{name+}` by its value;
+/// else (`$default`, a function URL) the event's path without the stage.
+/// Either without a trailing slash.
 fn route_path(context: &Context, parameters: Option<&Pairs<Text>>, raw: &str) -> String {
     let matched = match (&context.route_key, &context.resource_path) {
         (Some(key), _) => key.split_once(' ').map(|(_, path)| path),

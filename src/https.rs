@@ -1,8 +1,6 @@
-//! The function's one HTTPS client: one trust store ([`TrustConfig`]:
-//! Mozilla's roots compiled in, which costs init nothing, or
-//! `SSL_CERT_FILE`, plus `EXTRA_CA_CERTS`), built once into one rustls
-//! configuration behind one connector, which the JWKS fetch uses directly
-//! and the DynamoDB client through [`Https::sdk_http_client`].
+//! The function's one HTTPS client: one trust store ([`TrustConfig`]) in one
+//! rustls configuration behind one connector, for the key fetch and, through
+//! [`Https::sdk_http_client`], the DynamoDB client.
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -16,9 +14,8 @@ use rustls::pki_types::pem::PemObject;
 
 use crate::config::TrustConfig;
 
-/// A connection must open within 0.5 s: Lambda to DynamoDB or to the
-/// issuer takes milliseconds, and a store or key fetch that cannot connect
-/// must fail fast enough to be retried inside the request's time.
+/// Lambda to DynamoDB or the issuer takes milliseconds: a connection that
+/// cannot open fails fast enough to be retried in the request's time.
 const CONNECT_TIMEOUT: Duration = Duration::from_millis(500);
 
 /// The connector both clients use (HTTP/1.1; plain HTTP too, which only

@@ -1,9 +1,7 @@
 //! The issuer's signing keys: a JWKS read entry by entry into the keys this
-//! API accepts, given inline (local use) or fetched from the issuer's JWKS
-//! URL and kept (production). docs/contract.md states the rules a fetch
-//! follows: a key set that parses is the issuer's word, even when it holds
-//! no usable key; only a failed fetch keeps the last good set, and only for
-//! [`KeyRefresh::keep_last_good`].
+//! API accepts, inline or fetched and kept, by the rules docs/contract.md
+//! states (a fetched set is the issuer's word; only a failed fetch keeps
+//! the last good one, for [`KeyRefresh::keep_last_good`]).
 
 use std::collections::HashMap;
 use std::hash::{DefaultHasher, Hash, Hasher};
@@ -140,10 +138,8 @@ pub enum KeySource {
     Remote(Box<RemoteKeys>),
 }
 
-/// The keys cannot be known now: the issuer's key set could not be fetched
-/// (and the token's key is not in the last good one), or the last good one
-/// is older than [`KeyRefresh::keep_last_good`]. Retry later. The reason is
-/// the log's.
+/// The keys cannot be known now (no fetch succeeded lately enough): retry
+/// later. The reason is the log's.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct KeysUnavailable(pub String);
 
@@ -218,7 +214,7 @@ impl KeySource {
 pub enum KeySourceError {
     #[error("AUTH_JWKS: {0}")]
     NotAJwks(NotAJwks),
-    #[error("AUTH_JWKS: no usable signing key (RS256, ES256 or EdDSA with a kid)")]
+    #[error("AUTH_JWKS: no usable signing key (of an accepted algorithm, with a kid)")]
     NoUsableKey,
     #[error("the key URL {0}")]
     Url(String),

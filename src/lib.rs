@@ -15,7 +15,6 @@ pub mod jwks;
 pub mod log;
 mod metrics;
 mod plants;
-mod response;
 pub mod route;
 pub mod store;
 pub mod xray;

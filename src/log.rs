@@ -1,11 +1,7 @@
-//! The telemetry, as Lambda configures it: the log, one JSON object per line
-//! when the format is JSON, at the level Lambda's advanced logging controls
-//! set ([`TelemetryConfig`]), with the metrics lines ([`write_line`]) beside
-//! it; and X-Ray where Lambda runs its daemon (`crate::xray`).
-//!
-//! The libraries' lines stop at INFO whatever the level: at TRACE
-//! lambda_runtime writes each raw event (its bearer token with it), and the
-//! AWS SDK's DEBUG and TRACE lines carry signed requests.
+//! The telemetry as Lambda configures it ([`TelemetryConfig`]): the log, and
+//! X-Ray where Lambda runs its daemon. The libraries' lines stop at INFO: at
+//! TRACE lambda_runtime writes each raw event, bearer token and all, and
+//! the AWS SDK's DEBUG lines carry signed requests.
 
 use std::io::Write;
 use std::sync::OnceLock;

@@ -1,8 +1,6 @@
-//! The Lambda `bootstrap`: reads the configuration, builds the clients,
-//! fetches the signing keys and opens the DynamoDB connection once (in init,
-//! where Lambda gives full CPU), and hands every request to
-//! [`PlantApi::invoke`]: one at a time on classic Lambda, up to
-//! `AWS_LAMBDA_MAX_CONCURRENCY` at once on Lambda Managed Instances.
+//! The Lambda `bootstrap`: the configuration, the clients, the keys and the
+//! DynamoDB connection made ready in init (full CPU), then every request to
+//! [`PlantApi::invoke`], up to `AWS_LAMBDA_MAX_CONCURRENCY` at once.
 
 #![forbid(unsafe_code)]
 

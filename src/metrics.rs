@@ -1,13 +1,6 @@
-//! Each request's one line: its log fields (`message: "request"`, the
-//! method, path, status, times and any refusal's message and reason, in
-//! the invocation's `span`) and its metrics, as CloudWatch Embedded Metric
-//! Format, which CloudWatch Logs turns into metrics with no AWS call; one
-//! line, one write, at every log level. Namespace `PlantStore`; dimensions
-//! `FunctionName` (what the template's alarms watch), `FunctionName` +
-//! `Route` (from the route table, `other` for anything unknown) and those
-//! two + `StatusClass`; metrics `Requests`, `Latency`, `ClientErrors`,
-//! `ServerErrors`, `Unavailable` (the 503s) and `BoundRefusals` (the 409s of
-//! the bound on plants per owner). The directive is a constant; the line is
+//! Each request's one line, at every log level: its log fields and its
+//! metrics as CloudWatch Embedded Metric Format ([`DIRECTIVE`] declares
+//! them), which CloudWatch Logs turns into metrics with no AWS call;
 //! written without a serializer.
 
 use std::fmt::Write;

@@ -1,22 +1,20 @@
-//! The operations' handlers: each reads its request (content type, size,
-//! parameters) into domain types, calls the store for the caller the token
-//! names, and answers. `route::OPERATIONS` names each with its method,
-//! path and access; the edge (`api.rs`) has checked the token.
+//! The operations' handlers: the request read into domain types, the store
+//! called for the caller the token names (`api.rs` checked it), the answer.
 
 use std::borrow::Cow;
 
+use axum::Json;
 use axum::body::to_bytes;
 use axum::extract::Request;
-use axum::response::Response;
+use axum::response::{IntoResponse, Response};
 use lambda_http::http::header::{CONTENT_TYPE, LINK};
-use lambda_http::http::{HeaderMap, HeaderValue, StatusCode};
+use lambda_http::http::{HeaderMap, HeaderValue};
 
 use crate::domain::limits::MAX_BODY_BYTES;
 use crate::domain::{Cursor, Limit, NewPlant, Owner};
 use crate::error::ApiError;
 use crate::event::ClientPath;
 use crate::metrics::{Steps, timed};
-use crate::response::json_response;
 use crate::store::{Created, Deadline, PlantStore, StoredPlant};
 
 /// One call of an operation: the caller the token names, when the store's
@@ -45,7 +43,7 @@ pub(crate) async fn create_plant(
         Created::Conflict => return Err(ApiError::Conflict(new.id)),
         Created::LimitReached(max) => return Err(ApiError::TooManyPlants(max)),
     }
-    Ok(json_response(StatusCode::OK, &StoredPlant::from(&new.plant)))
+    Ok(Json(StoredPlant::from(&new.plant)).into_response())
 }
 
 pub(crate) async fn list_plants(
@@ -57,7 +55,7 @@ pub(crate) async fn list_plants(
     let after = cursor.map(|cursor| cursor.after);
     let listed = store.list(&call.owner, limit, after, call.deadline);
     let page = timed(&mut call.steps.store, listed).await?;
-    let mut response = json_response(StatusCode::OK, &page.plants);
+    let mut response = Json(&page.plants).into_response();
     if let Some(after) = page.next_after {
         // RFC 8288, relative to the path as the caller saw it, with one
         // leading slash: `//host/...` would name another host.

@@ -1,8 +1,6 @@
-//! The API's operations, in one table: each one of openapi.yaml's, the
-//! interface's source (tests/api/interface.rs holds every field to it), with
-//! the access a token must grant and the statuses the function answers it
-//! with; and the router built from it (axum's, whose fallbacks answer 404
-//! and 405 with `Allow`), CORS for the origins listed (tower-http's).
+//! The API's operations in one table, each held to openapi.yaml's by
+//! tests/api/interface.rs; axum's router built from it (404, 405 with
+//! `Allow`), and tower-http's CORS layer for the origins listed.
 
 use std::pin::Pin;
 use std::time::Duration;
@@ -37,7 +35,7 @@ pub(crate) type Handler = for<'a> fn(&'a PlantStore, Call<'a>, Request) -> Answe
 pub(crate) type Answer<'a> = Pin<Box<dyn Future<Output = Result<Response, ApiError>> + Send + 'a>>;
 
 /// Every operation of the API. Each needs a bearer token.
-pub const OPERATIONS: [Operation; 2] = [
+pub static OPERATIONS: [Operation; 2] = [
     Operation {
         id: "listPlants",
         method: Method::GET,

@@ -1,8 +1,5 @@
-//! AWS X-Ray: each outbound call of an invocation (each DynamoDB call, each
-//! key fetch) as one subsegment under the invocation's own segment, which
-//! Lambda's active tracing records. Nothing is recorded outside an
-//! invocation, for an unsampled one, or without a daemon; docs/operating.md
-//! says why the daemon, and until when.
+//! AWS X-Ray: each outbound call of a sampled invocation as one subsegment
+//! under the invocation's own segment (docs/operating.md).
 
 use std::net::{SocketAddr, UdpSocket};
 use std::sync::OnceLock;

@@ -33,16 +33,10 @@ const MAX_BACKOFF: Duration = Duration::from_millis(500);
 /// work, all its calls together (`super::Deadline`), may take.
 pub const STORE_BUDGET: Duration = Duration::from_millis(3500);
 
-/// The DynamoDB client's configuration: to `endpoint` (DynamoDB Local;
-/// `None`, DynamoDB's regional endpoint, from `crate::config`), in the
-/// region (`AWS_REGION`) and with the function's credentials
-/// (`AWS_ACCESS_KEY_ID`, `AWS_SECRET_ACCESS_KEY`, `AWS_SESSION_TOKEN`) that
-/// the SDK's environment providers read, with this service's retries and
-/// timeouts. Not the SDK's whole default chain (profiles, SSO, web
-/// identity, IMDS): a Lambda function never needs it, and it would add an
-/// STS client to the binary and its file and environment probing to init
-/// (docs/performance.md). Its connections go through `https`, the
-/// function's one HTTPS client.
+/// The DynamoDB client's configuration: to `endpoint` (`None`: the
+/// regional one), with the region and credentials Lambda's environment
+/// gives, not the SDK's whole default chain (an STS client and probing at
+/// init, docs/performance.md), through `https`.
 pub async fn client_config(https: &Https, endpoint: Option<&str>) -> aws_sdk_dynamodb::Config {
     let region = EnvironmentVariableRegionProvider::new().region().await;
     let mut builder = aws_sdk_dynamodb::Config::builder()

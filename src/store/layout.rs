@@ -1,12 +1,8 @@
 //! The table's layout, in one place (`plant-store-admin create-table` and
-//! the tests read it too; `template.yaml` declares the same key).
-//!
-//! Partition key `owner` (S, the token's `sub`), sort key `id` (N); the
-//! plant's `name` and `tag` (S), an absent tag absent ([`StoredPlant`]). Each owner's count is one item of its own partition,
-//! keyed by the owner and a suffix that makes it longer than any owner
-//! ([`counter_partition`]), with `id` 0 and `plants` (N). Anything in an
-//! owner's partition whose `id` is no int64 is no plant, and is passed over
-//! where it is read ([`plant_id`]).
+//! the tests read it; `template.yaml` declares the same key): partition
+//! key `owner` (S, the token's `sub`), sort key `id` (N), a plant's `name`
+//! and `tag` ([`StoredPlant`]); each owner's count in a partition of its
+//! own ([`counter_partition`]); an `id` no int64 is no plant ([`plant_id`]).
 
 use std::collections::HashMap;
 

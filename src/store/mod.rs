@@ -1,8 +1,5 @@
 //! The DynamoDB adapter: plants in, plants out, and the bound on plants per
-//! owner (docs/contract.md says how it stays strict in two single-item
-//! writes). By concern: [`layout`] (the table's layout), [`client`] (the SDK
-//! client's configuration), `error` (what a failure means), `xray` (each
-//! call as an X-Ray subsegment).
+//! owner (docs/contract.md says how it stays strict in two writes).
 
 use std::num::NonZeroU32;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
@@ -40,12 +37,9 @@ const ANSWER_MARGIN: Duration = Duration::from_millis(300);
 pub struct Deadline(tokio::time::Instant);
 
 impl Deadline {
-    /// The deadline of the store's work for an invocation whose own ends at
-    /// `invocation_ms` (since the Unix epoch: `Lambda-Runtime-Deadline-Ms`):
-    /// that less [`ANSWER_MARGIN`], and at most [`STORE_BUDGET`] from now.
-    /// One already past is none: Lambda never hands out such an invocation,
-    /// while emulators send a constant (`cargo lambda watch`: 600000), and
-    /// tests 0.
+    /// The store's deadline for an invocation whose own is `invocation_ms`
+    /// (`Lambda-Runtime-Deadline-Ms`): that less [`ANSWER_MARGIN`], at most
+    /// [`STORE_BUDGET`] from now; one already past (emulators', tests') is none.
     pub fn before(invocation_ms: u64) -> Self {
         let now_ms = SystemTime::now()
             .duration_since(UNIX_EPOCH)
@@ -58,9 +52,7 @@ impl Deadline {
     }
 
     /// `work`, or [`StoreError::Unavailable`] when the deadline passes first
-    /// (the work is dropped; its call is recorded as an X-Ray fault, and a
-    /// create cut between its writes leaves the count one high:
-    /// docs/contract.md).
+    /// (the work is dropped: docs/contract.md).
     async fn run<T>(
         self,
         work: impl Future<Output = Result<T, StoreError>>,
@@ -111,21 +103,18 @@ impl PlantStore {
         Self { client, table: table.into(), bound: NonZeroU32::new(max_plants_per_owner) }
     }
 
-    /// The store with each of its DynamoDB calls recorded as an X-Ray
-    /// subsegment and the trace header passed on (`xray.rs`): only where
-    /// X-Ray is on, so that no call pays for it otherwise.
+    /// The store with each call an X-Ray subsegment (`xray.rs`), only where
+    /// X-Ray is on.
     pub fn traced(self) -> Self {
         let traced = self.client.config().to_builder();
         let traced = traced.interceptor(xray::Traced(self.table.clone()));
         Self { client: Client::from_conf(traced.build()), ..self }
     }
 
-    /// Connects to DynamoDB during init, where Lambda gives the function full
-    /// CPU, so that the first request does not pay for the TLS handshake,
-    /// the trust store, credentials and signing set-up. It queries one item
-    /// of a partition that no token can name, so no plant is read or
-    /// written, with the only read the IAM policy allows. A failure is
-    /// logged, never fatal, and costs at most [`WARM_UP_TIMEOUT`].
+    /// Connects to DynamoDB in init (full CPU), so that the first request
+    /// does not pay for the handshake and set-up: a Query of a partition no
+    /// token can name. A failure is logged, never fatal, within
+    /// [`WARM_UP_TIMEOUT`].
     pub async fn warm_up(&self) {
         let query = self.query_partition(nobodys_partition()).limit(1).send();
         match tokio::time::timeout(WARM_UP_TIMEOUT, query).await {
@@ -138,11 +127,9 @@ impl PlantStore {
         }
     }
 
-    /// Stores a plant unless the owner already has one with that id (never
-    /// overwrites) or already has the most plants allowed; every call within
-    /// `deadline`. A stored plant of that id is always answered, at the
-    /// bound too, so that a retry of a stored plant is never refused for the
-    /// bound. docs/contract.md says how the bound stays strict.
+    /// Stores a plant unless the owner has one with that id (never
+    /// overwrites) or has the most plants allowed, within `deadline`; a
+    /// retry of a stored plant is answered, at the bound too.
     pub async fn create(
         &self,
         owner: &Owner,
@@ -213,11 +200,9 @@ impl PlantStore {
         Ok(())
     }
 
-    /// Puts the plant if its id is free; else what the id holds decides,
-    /// read from the failed condition itself (no second read). Beside the
-    /// outcome, whether nothing was written: the id was taken, or DynamoDB
-    /// refused the put (any 4xx); whatever else happened (a timeout,
-    /// DynamoDB's 5xx) may have written it.
+    /// Puts the plant if its id is free, else the failed condition's item
+    /// decides; beside the outcome, whether nothing was written (the id
+    /// taken, or any 4xx; a timeout or a 5xx may have written it).
     async fn put(&self, owner: &Owner, new: &NewPlant) -> (Result<Created, StoreError>, bool) {
         let put = Box::pin(
             self.client
@@ -265,12 +250,10 @@ impl PlantStore {
         Ok(read.item().map(StoredPlant::read))
     }
 
-    /// A page of the owner's plants in ascending id order: at most `limit`
-    /// and [`MAX_PAGE_BYTES`], after `after` when given, and the id to
-    /// continue after when more exist. Only the owner's partition is read,
-    /// `limit + 1` items at most (the one extra tells whether more exist),
-    /// and what is no plant is passed over. DynamoDB pages at 1 MB, so this
-    /// keeps querying until it has them or the partition ends.
+    /// A page of the owner's plants by id: at most `limit` and
+    /// [`MAX_PAGE_BYTES`], after `after`, and where the next starts. It reads
+    /// `limit + 1` items of the owner's partition (the extra one tells
+    /// whether more exist) across DynamoDB's 1 MB pages.
     pub async fn list(
         &self,
         owner: &Owner,

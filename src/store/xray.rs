@@ -1,6 +1,5 @@
-//! Each DynamoDB call as an X-Ray subsegment (`crate::xray`): an interceptor
-//! of the SDK's client, so that every call, whatever its operation, is
-//! recorded with its attempts and passes its invocation's trace header on.
+//! Each DynamoDB call, with its attempts, as an X-Ray subsegment
+//! (`crate::xray`) that passes its trace header on: an SDK interceptor.
 
 use aws_sdk_dynamodb::config::interceptors::{
     BeforeSerializationInterceptorContextRef as Starting,
