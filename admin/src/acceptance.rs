@@ -1,7 +1,6 @@
-//! The acceptance suite: the contract checked end to end over HTTP against
-//! any deployment, as two owners; it stops at the first broken rule, names
-//! it, and never prints a token. What it writes stays in the table,
-//! under ids and names unique to the run, as its [`Report`] says.
+//! The acceptance suite: the contract end to end over HTTP against any
+//! deployment, as two owners; it names the first broken rule, never prints
+//! a token, and reports what it leaves in the table ([`Report`]).
 
 use std::time::{SystemTime, UNIX_EPOCH};
 
@@ -16,9 +15,8 @@ const CHALLENGE: &str = r#"Bearer realm="plants""#;
 const INVALID_TOKEN: &str = r#"Bearer realm="plants", error="invalid_token""#;
 /// One byte over the contract's 16 KiB body limit, as a name.
 const OVERSIZED_NAME_LENGTH: usize = 16 * 1024 + 1;
-/// Paging at two plants per page: enough pages to follow `Link` with three
-/// plants. Owners with many plants of earlier runs take more pages; this
-/// many is taken as a sign that `Link` never ends.
+/// Two plants a page: three plants follow `Link`; this many pages (earlier
+/// runs' plants add some) means `Link` never ends.
 const PAGE_SIZE: usize = 2;
 const MAX_PAGES: usize = 5_000;
 
@@ -43,9 +41,8 @@ pub struct Report {
     pub left_behind: Vec<String>,
 }
 
-/// Runs every rule against the API at `base_url` (without `/plants`), as
-/// owner A and owner B, printing one line per rule as it passes, until the
-/// first broken one.
+/// Runs every rule against `base_url` (without `/plants`) as owners A and
+/// B, a line per rule passed, until the first broken one.
 pub async fn run(base_url: &str, token_a: &str, token_b: &str) -> Report {
     let mut suite = Suite {
         api: Api::new(base_url),

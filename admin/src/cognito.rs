@@ -1,6 +1,5 @@
-//! Test users in a Cognito user pool for the acceptance suite: created with
-//! the administrator API, signed in through the app client, deleted when the
-//! run ends; each password meets any pool's policy.
+//! The acceptance suite's Cognito test users: created by the administrator
+//! API, signed in through the app client, deleted after; any pool's policy met.
 
 use aws_lc_rs::rand::{SecureRandom, SystemRandom};
 use aws_sdk_cognitoidentityprovider::Client;
@@ -140,9 +139,8 @@ fn failed<E: std::error::Error>(doing: &str) -> impl Fn(E) -> String {
     move |error| format!("{doing} failed: {}", DisplayErrorContext(error))
 }
 
-/// A random password of at least `minimum` characters (and
-/// [`PASSWORD_LENGTH`]) with a lowercase and an uppercase letter, a digit
-/// and a symbol, whatever the random part holds.
+/// A random password of at least `minimum` (and [`PASSWORD_LENGTH`])
+/// characters, with each class of character a policy may ask for.
 fn password(minimum: usize) -> String {
     let length = minimum.max(PASSWORD_LENGTH);
     let classes = "aA1!";

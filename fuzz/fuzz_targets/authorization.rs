@@ -1,6 +1,5 @@
-//! Any `Authorization` header value (and any token inside it): verification
-//! never panics and never accepts a token that is not signed by the
-//! configured key; a genuine token keeps verifying.
+//! Any `Authorization` value (and token in it): only a token the configured
+//! key signed verifies, and the genuine one keeps verifying.
 #![no_main]
 
 use std::sync::OnceLock;

@@ -1,6 +1,5 @@
-//! What the targets that verify tokens share: a one-thread runtime for the
-//! async verifier, a signing key generated for the run with the key set
-//! that verifies it, and the token rules of a deployment with an audience.
+//! What the token targets share: a one-thread runtime, a run's signing key
+//! and its key set, a deployment's rules with an audience.
 
 use jsonwebtoken::Algorithm;
 use plant_store::config::{AccessTokenRule, ScopeRules, TokenRules};

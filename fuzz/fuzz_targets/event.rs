@@ -1,7 +1,6 @@
-//! Whole events of the three shapes, with every part a client controls
-//! fuzzed, through `PlantApi::invoke`: each gets a status the contract names,
-//! JSON, and for an error the Error body (the store is a closed port, so a
-//! request that reaches it is a 503).
+//! Whole events of the three shapes, every part a client controls fuzzed,
+//! through `PlantApi::invoke`: a status of the operations' (the store is a
+//! closed port: 503), JSON, and for an error the Error body.
 #![no_main]
 
 use std::sync::OnceLock;

@@ -1,6 +1,5 @@
-//! Whole JWKS documents with entries of any shape, read as a fetched key
-//! set: only a document that is no JWKS is refused, no key it does not list
-//! verifies, and a key it lists once, as published, does.
+//! Whole JWKS documents, entries of any shape: only no JWKS is refused, no
+//! key unlisted verifies, and a key listed once, as published, does.
 #![no_main]
 
 use std::sync::{Arc, OnceLock};

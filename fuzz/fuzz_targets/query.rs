@@ -1,6 +1,5 @@
-//! Any `limit` and `cursor` text: never panics; an accepted limit is
-//! 1..=LIMIT_MAX in ASCII digits only, and an accepted cursor is one the API
-//! would issue (it encodes back to exactly the same text).
+//! Any `limit` and `cursor` text: an accepted limit is 1..=LIMIT_MAX in
+//! ASCII digits, an accepted cursor encodes back to the same text.
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;

@@ -1,6 +1,5 @@
-//! Any `scope` and `scp` claims (the input split at its first NUL, each used
-//! as JSON when it parses) in a signed token with scopes required: a token
-//! is accepted exactly when a model of the contract's rule grants the scope.
+//! Any `scope` and `scp` claims (split at the first NUL, JSON where it
+//! parses): a token passes exactly when a model of the rule grants the scope.
 #![no_main]
 
 use std::sync::OnceLock;

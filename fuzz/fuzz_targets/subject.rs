@@ -1,7 +1,6 @@
-//! Any `sub` in a genuinely signed token, its header with or without a
-//! `crit` extension: verification never panics, and a token is accepted
-//! exactly when its header names no critical extension (RFC 7515: none is
-//! understood) and its subject is usable as docs/contract.md defines it.
+//! Any `sub` in a signed token, with or without `crit`: accepted exactly
+//! when no critical extension is named (RFC 7515) and the subject is
+//! usable (docs/contract.md).
 #![no_main]
 
 use std::sync::OnceLock;
@@ -36,9 +35,8 @@ fn setup() -> &'static Setup {
     })
 }
 
-/// The contract's usable subject, written independently of the function's
-/// code: a character other than whitespace, no control character, at most
-/// 512 bytes.
+/// The contract's usable subject, apart from the function's code: not
+/// blank, no control character, at most 512 bytes.
 fn usable(sub: &str) -> bool {
     sub.chars().any(|c| !c.is_whitespace())
         && sub.chars().all(|c| !c.is_control())

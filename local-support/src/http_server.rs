@@ -1,6 +1,5 @@
-//! The one HTTP/1.1 server of the stand-ins (the Runtime API, the fault
-//! proxy): hyper on 127.0.0.1, a task per connection,
-//! keep-alive as clients expect.
+//! The stand-ins' one HTTP/1.1 server: hyper on 127.0.0.1, a task per
+//! connection.
 
 use std::convert::Infallible;
 use std::future::Future;

@@ -1,7 +1,5 @@
-//! The local issuer: signing keys generated here, their JWKS, and tokens
-//! minted in-process, for the local stack, the tests and the benchmark. The
-//! Lambda function never links this; it only verifies, against the key set
-//! it is configured with.
+//! The local issuer: signing keys generated here, their JWKS, and tokens,
+//! for the local stack, the tests and the benchmark (never the function).
 
 use std::path::Path;
 use std::time::{SystemTime, UNIX_EPOCH};

@@ -94,9 +94,8 @@ pub fn on_exit(cleanup: impl FnOnce() + Send + 'static) {
     CLEANUPS.lock().unwrap().push(Box::new(cleanup));
 }
 
-/// A part of a task: what is registered meanwhile is cleaned up when the
-/// guard drops (also on an error or a panic), last registered first.
-/// `main` holds one for the whole task.
+/// A part of a task: what is registered meanwhile is cleaned up, last
+/// first, when it drops (also on an error or a panic).
 pub struct Scope(usize);
 
 impl Scope {
@@ -142,14 +141,12 @@ pub fn stop_on_signals() {
     ctrlc::set_handler(stop).expect("the only signal handler");
 }
 
-/// How long a started process has to end after SIGTERM, unless its
-/// starter knows better: a build, a fuzzer or a server keeps no state
-/// worth waiting longer for.
+/// How long a started process has to end after SIGTERM: none of ours keeps
+/// state worth waiting longer for.
 pub const GRACE: Duration = Duration::from_secs(5);
 
-/// A process this task started, the leader of its own process group
-/// (process-wrap), stopped when the task (or the [`Scope`] it was started
-/// in) ends.
+/// A process this task started, leading its own process group, stopped
+/// when the task (or its [`Scope`]) ends.
 #[derive(Clone)]
 pub struct Started {
     pub name: String,
@@ -158,12 +155,10 @@ pub struct Started {
     log: Option<PathBuf>,
 }
 
-/// Starts `command` in a new process group, its stdout and stderr in the
-/// file `log` if given, with a stdin pipe that closes when this process
-/// ends (DynamoDB Local exits then), and registers its stop. On Linux the
-/// kernel also ends it when the thread that started it ends (the
-/// parent-death signal): a task's main thread, a test's own thread, or the
-/// thread a test binary keeps for what it shares.
+/// Starts `command` in a new process group, its output in `log` if given,
+/// with a stdin pipe that closes when this process ends, and registers its
+/// stop; on Linux the kernel also ends it with the thread that started it
+/// (the parent-death signal).
 pub fn start(
     name: &str,
     mut command: Command,
@@ -303,9 +298,8 @@ pub fn wait_for_port(port: u16, process: &Started, timeout: Duration) -> Result 
     Ok(())
 }
 
-/// Waits until `url` answers `wanted` (any status when `None`); fails when
-/// `process` ends first or after `timeout`. Each probe (curl) may take the
-/// whole `timeout`: a server may hold a request until it is ready.
+/// Waits until `url` answers `wanted` (`None`: any status), each probe as
+/// long as it takes; fails if `process` ends first or after `timeout`.
 pub fn wait_for(url: &str, wanted: Option<u16>, process: &Started, timeout: Duration) -> Result {
     let deadline = Instant::now() + timeout;
     let patience = timeout.as_secs().to_string();

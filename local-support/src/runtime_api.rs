@@ -1,7 +1,6 @@
-//! A stand-in for the Lambda Runtime API on 127.0.0.1
-//! (<https://docs.aws.amazon.com/lambda/latest/dg/runtimes-api.html>) that
-//! runs the function's binary as Lambda does, records the invocations in
-//! flight, init and each answer's time, and keeps every line it writes.
+//! A stand-in for the Lambda Runtime API on 127.0.0.1 that runs the
+//! function's binary as Lambda does, timing init and each answer, and keeps
+//! every line it writes.
 
 use std::collections::HashMap;
 use std::process::Stdio;
@@ -361,9 +360,8 @@ async fn next_invocation(state: &State) -> hyper::Response<crate::http_server::B
     respond(StatusCode::OK, &headers, pending.event)
 }
 
-/// A share of one CPU, as Lambda gives a function CPU in proportion to its
-/// memory: a Linux cgroup (v2, else v1) whose processes get `quota` µs of
-/// CPU in every `period`, made as root; `None` elsewhere. Removed on drop.
+/// A share of one CPU, as Lambda's for a memory size: a Linux cgroup (v2,
+/// else v1) made as root, `None` elsewhere; removed on drop.
 pub struct CpuShare {
     dir: std::path::PathBuf,
 }

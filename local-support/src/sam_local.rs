@@ -1,7 +1,6 @@
-//! `sam local` on this machine: an engine, arm64 emulation, a Lambda base
-//! image made from Debian's packages (elsewhere AWS's, pulled by SAM) and
-//! DynamoDB Local reachable from the containers, prepared once and handed to
-//! the tests in one variable; all undone when the task ends.
+//! `sam local` here: an engine, arm64 emulation, a Lambda base image from
+//! Debian's packages and DynamoDB Local reachable from the containers,
+//! prepared once, handed to the tests in one variable, undone at the end.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -18,9 +17,8 @@ use crate::{Result, log, root, tools_dir};
 /// Debian's container engine, unpacked (not installed) into .tools/engine.
 const ENGINE_PACKAGES: [&str; 4] = ["docker.io", "containerd", "runc", "tini"];
 const LAMBDA_BASE_REPOSITORY: &str = "plant-store-lambda-base";
-/// The parts of AWS's provided.al2023 image (arm64) that the function and
-/// SAM's emulator use, from Debian's arm64 packages: glibc, and busybox for
-/// a shell and the few tools SAM's image build runs.
+/// What the function and SAM's emulator use of AWS's provided.al2023 image,
+/// from Debian's arm64 packages: glibc, and busybox's shell and tools.
 const BASE_IMAGE_PACKAGES: [&str; 2] = ["busybox-static:arm64", "libc6:arm64"];
 const BASE_IMAGE_TOOLS: [&str; 8] = ["sh", "mv", "chmod", "cp", "rm", "ls", "cat", "mkdir"];
 /// Where Amazon Linux keeps the CA bundle.
@@ -31,9 +29,8 @@ const FUNCTION: &str = "PlantsFunction";
 /// The variable that hands a prepared `sam local` to a child process.
 const HANDOVER: &str = "PLANT_STORE_SAM_LOCAL";
 
-/// What `sam local` needs here, ready: the engine's address (and Debian's
-/// binaries first on PATH when they are the ones running), the base image,
-/// and DynamoDB Local's URL as the containers reach it.
+/// What `sam local` needs here, ready: the engine (and its binaries on
+/// PATH), the base image, DynamoDB Local's URL from the containers.
 #[derive(Clone)]
 pub struct SamLocal {
     docker_host: Option<String>,
@@ -116,12 +113,9 @@ impl SamLocal {
         std::fs::create_dir_all(env_file.parent().unwrap())?;
         std::fs::write(env_file, json!({ FUNCTION: variables }).to_string())?;
         let mut command = self.engine(env.command("sam"));
-        // Each `sam local` command first asks STS for the account id
-        // (`_add_account_id_to_global`). Without a network, botocore retries
-        // that for about 9 s (measured: 11.4 s per `sam local invoke`
-        // against 3.0 s); with one, it would send the local credentials off
-        // this machine. 127.0.0.1:9 (discard) refuses at once, and SAM
-        // uses its default account id.
+        // `sam local` first asks STS for the account id: offline, botocore
+        // retries for ~9 s (11.4 s per invoke against 3.0 s), online it
+        // would send the local credentials away. 127.0.0.1:9 refuses at once.
         command.env("AWS_ENDPOINT_URL_STS", "http://127.0.0.1:9");
         command
             .args(["local", subcommand, "--template"])
@@ -149,9 +143,8 @@ impl SamLocal {
         let mut command = self.sam("start-api", parameters, env, &env_file)?;
         command.args(["--host", "127.0.0.1", "--port", &port.to_string()]);
         command.args(["--warm-containers", "EAGER", "--no-watch"]);
-        // SAM (1.170) takes over 30 s to end on SIGTERM or SIGINT with a
-        // warm container: it is killed after a short grace, and the
-        // containers it leaves are removed (remove_lambda_containers).
+        // SAM (1.170) takes 30 s to end with a warm container: killed after
+        // a short grace, its containers removed (remove_lambda_containers).
         let api = start("sam local start-api", command, Duration::from_secs(3), log)?;
         wait_until_answering(port, &api, Duration::from_secs(300)).map_err(|error| {
             let printed = log.map(|log| tail(log, 60)).unwrap_or_default();
@@ -236,9 +229,8 @@ impl SamLocal {
             .arg("."))?;
         // Imported as arm64, so that no engine goes looking for it in a registry.
         output(self.docker().args(["import", "--platform", "linux/arm64"]).arg(&tar).arg(&image))?;
-        // Earlier recipes' images, and SAM's invoke image built on one of
-        // them: its name does not change with the base image, so SAM would
-        // keep using it.
+        // Earlier recipes' images, and SAM's invoke image built on one (its
+        // name does not change with the base image).
         let format = "{{.Repository}}:{{.Tag}}";
         let images =
             output(self.docker().args(["images", LAMBDA_BASE_REPOSITORY, "--format", format]))?;
@@ -286,10 +278,9 @@ fn short_hash(text: &str) -> String {
     digest.as_ref()[..6].iter().map(|byte| format!("{byte:02x}")).collect()
 }
 
-/// An engine that answers: the user's own if `docker info` reaches one;
-/// otherwise (as root) Debian's docker.io, with its state under .tools/ and
-/// its run state in a temporary folder, without NAT, IP forwarding or DNS
-/// beyond the machine. Only an engine started here is stopped at the end.
+/// An engine that answers: the user's own, else (as root) Debian's, its
+/// state under .tools/, without NAT, forwarding or DNS beyond the machine,
+/// stopped at the end.
 fn ensure_container_engine() -> Result<SamLocal> {
     let sam = SamLocal {
         docker_host: std::env::var("DOCKER_HOST").ok(),
@@ -352,9 +343,8 @@ fn start_debian_engine(mut sam: SamLocal) -> Result<SamLocal> {
     dockerd.arg("--pidfile").arg(run_dir.join("dockerd.pid"));
     dockerd.args(["--iptables=false", "--ip-masq=false"]);
     dockerd.args(["--ip-forward=false", "--dns", "127.0.0.1"]);
-    // Registered before the engine starts, so it runs after the engine
-    // stops: the mounts a killed engine may leave (overlays, network
-    // namespaces), its bridge, its run folder.
+    // Registered first, so it runs after the engine stops: what a killed
+    // engine may leave (mounts, namespaces, its bridge and run folder).
     on_exit({
         let (data, run_dir) = (data.clone(), run_dir.clone());
         move || remove_engine_leftovers(&data, &run_dir)
@@ -397,10 +387,8 @@ fn ensure_arm64_emulation() -> Result {
     Ok(())
 }
 
-/// On a Linux host that is not arm64, registers qemu-user for arm64 ELF
-/// files with the kernel (binfmt_misc, flag F: the interpreter is opened
-/// now, so it also works inside containers), unless it already is; undone
-/// at the end.
+/// Off arm64, registers qemu-user for arm64 ELF files (binfmt_misc, flag F:
+/// it works inside containers too) unless it is; undone at the end.
 #[cfg(target_os = "linux")]
 fn ensure_arm64_emulation() -> Result {
     let binfmt = Path::new("/proc/sys/fs/binfmt_misc");
@@ -423,9 +411,8 @@ fn ensure_arm64_emulation() -> Result {
     Ok(())
 }
 
-/// The base image's file tree in `rootfs`: Debian's arm64 packages
-/// unpacked, busybox's tools linked, the CA bundle where Amazon Linux keeps
-/// it, and the folders Lambda has.
+/// The base image's tree in `rootfs`: Debian's arm64 packages, busybox's
+/// tools, the CA bundle where Amazon Linux keeps it, Lambda's folders.
 fn lambda_base_rootfs(rootfs: &Path) -> Result {
     let foreign = output(Command::new("dpkg").arg("--print-foreign-architectures"))?;
     if !foreign.lines().any(|architecture| architecture == "arm64") {

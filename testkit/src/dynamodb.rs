@@ -14,12 +14,9 @@ use plant_store::https::Https;
 use plant_store::store::client_config;
 use plant_store_local_support::{dynamodb_local, process::free_port};
 
-/// DynamoDB Local's URL. `cargo xtask test` starts one and sets
-/// `AWS_ENDPOINT_URL_DYNAMODB`; under plain `cargo test` the first test that
-/// needs the store starts one for this test binary (in memory, on a free
-/// port), installed into `.tools/` on first use. The kernel ends it when the
-/// binary exits (it is started by a thread that lives as long as the
-/// binary: `process::start`), also on a panic or Ctrl-C.
+/// DynamoDB Local's URL: `AWS_ENDPOINT_URL_DYNAMODB` under `cargo xtask
+/// test`; else one started for this test binary (in memory, a free port),
+/// which ends with it (`process::start`).
 pub fn dynamodb_url() -> &'static str {
     static URL: OnceLock<String> = OnceLock::new();
     URL.get_or_init(|| {
@@ -73,9 +70,8 @@ pub async fn dynamodb_client() -> Client {
     counted_dynamodb_client(None).await.0
 }
 
-/// A client with the production configuration (retries, timeouts) whose
-/// every request to DynamoDB is counted; to DynamoDB Local, or through
-/// `endpoint` (a fault proxy) if given.
+/// A client configured as in production, every request counted, to
+/// DynamoDB Local or through `endpoint` (a fault proxy).
 pub async fn counted_dynamodb_client(endpoint: Option<&str>) -> (Client, CallCounter) {
     let counter = CallCounter::default();
     (dynamodb_client_with(endpoint, counter.clone()).await, counter)

@@ -1,6 +1,5 @@
-//! An issuer's JWKS on 127.0.0.1, for the remote key source's tests: a
-//! wiremock server that counts fetches and can be switched to answer
-//! slowly, too much, with an error, or not at all (stopped).
+//! An issuer's JWKS on 127.0.0.1 (wiremock): fetches counted, answers
+//! switched to slow, too much, an error, or none.
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};

@@ -1,6 +1,5 @@
-//! The integration tests' harness: a DynamoDB Local table per test, this
-//! run's keys and tokens, events through the production handler, and what
-//! local-support runs around the function, re-exported.
+//! The integration tests' harness: a table per test, this run's keys and
+//! tokens, events through the handler, and local-support re-exported.
 
 pub mod app;
 pub mod dynamodb;

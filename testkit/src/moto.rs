@@ -1,6 +1,5 @@
-//! moto's server, an independent implementation of the Cognito API on
-//! 127.0.0.1 (its pools issue RS256 access tokens and serve their JWKS), for
-//! the acceptance suite's Cognito mode.
+//! moto's server, an independent Cognito API on 127.0.0.1 (RS256 access
+//! tokens, their JWKS), for the acceptance suite's Cognito mode.
 
 use std::path::PathBuf;
 use std::process::{Command, Stdio};

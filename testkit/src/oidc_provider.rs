@@ -1,6 +1,5 @@
-//! A certified OpenID Provider on 127.0.0.1 (panva's oidc-provider, from
-//! npm), set up as its operator would, and the tokens a client got from it
-//! through its real flows (`local-support/oidc-provider/provider.mjs`).
+//! A certified OpenID Provider on 127.0.0.1 (panva's oidc-provider), and the
+//! tokens its real flows gave (`local-support/oidc-provider/provider.mjs`).
 
 use std::process::Command;
 use std::time::{Duration, Instant};

@@ -15,11 +15,10 @@ use plant_store_admin::acceptance;
 use plant_store_admin::cognito::{self, TestUsers};
 use plant_store_testkit::http_server::{Reply, body_bytes, listen, respond, serve};
 use plant_store_testkit::moto::{MotoCognito, Pool};
-use plant_store_testkit::{ApiGatewayEvent, TestApp, bearer};
+use plant_store_testkit::{ApiGatewayEvent, TestApp, token};
 
-/// The handler behind a plain HTTP server, each request turned into an HTTP
-/// API event as API Gateway would; `drop_header`, if given, is removed from
-/// every response (a broken deployment). Returns the base URL.
+/// The handler behind an HTTP server (each request an HTTP API event), less
+/// `drop_header` if given (a broken deployment); its base URL.
 async fn serve_over_http(app: Arc<TestApp>, drop_header: Option<&'static str>) -> String {
     let (listener, address) = listen().await;
     serve(listener, move |request| {
@@ -52,22 +51,19 @@ async fn serve_over_http(app: Arc<TestApp>, drop_header: Option<&'static str>) -
     format!("http://{address}")
 }
 
-fn token(owner: &str) -> String {
-    bearer(owner).strip_prefix("Bearer ").unwrap().to_owned()
-}
-
 #[tokio::test]
 async fn the_acceptance_suite_names_the_rule_an_api_breaks() {
     let app = Arc::new(TestApp::new().await);
     let url = serve_over_http(app, Some("link")).await;
 
-    let report = acceptance::run(&url, &token("alice"), &token("bob")).await;
+    let alice = token("alice");
+    let report = acceptance::run(&url, &alice, &token("bob")).await;
 
     let broken = report.broken.expect("a listing without Link is caught");
     assert_eq!(broken.rule, "GET /plants pages through Link: every plant once, by id, unchanged");
     // The rules before it held; none after it ran.
     assert_eq!(report.passed.len(), 4, "{:?}", report.passed);
-    assert!(!broken.to_string().contains(&token("alice")));
+    assert!(!broken.to_string().contains(&alice));
 }
 
 /// The function in Cognito mode for `pool`: its tokens' issuer, its app

@@ -1,7 +1,6 @@
-//! The function's binary with `AWS_LAMBDA_MAX_CONCURRENCY=8`, as Lambda
-//! Managed Instances runs it: 64 mixed requests at once get the contract's
-//! answers and whole log lines; the key refetch rules hold under concurrent
-//! unknown `kid`s; without the variable one request at a time.
+//! The function's binary with `AWS_LAMBDA_MAX_CONCURRENCY=8`, as Managed
+//! Instances run it: 64 mixed requests at once get the contract's answers
+//! and whole lines; refetches hold under concurrent unknown `kid`s.
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 
@@ -13,10 +12,8 @@ use plant_store_testkit::runtime_api::{Invoked, LambdaProcess};
 use plant_store_testkit::{AUDIENCE, ApiGatewayEvent, ISSUER, TestApp, TestResponse, bearer, keys};
 use serde_json::{Value, json};
 
-/// These tests load one DynamoDB Local on a small machine; run together, its
-/// same-item contention passes the production 1 s attempt timeout and the
-/// function rightly answers 503. They check races in the function, not the
-/// emulator's capacity, so they take turns.
+/// Run together, these tests' same-item contention in one DynamoDB Local
+/// passes the 1 s attempt timeout (a rightful 503): they take turns.
 static ONE_AT_A_TIME: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
 
 /// Requests in flight at once in one execution environment, as Lambda
@@ -152,8 +149,7 @@ async fn assert_contract_answers(app: &TestApp, answers: &[(Kind, TestResponse)]
     assert_eq!(app.stored_items().await, expected);
 }
 
-/// Every line the function wrote is one whole JSON object; each request has
-/// one request line and one metrics line, and its request line carries its
+/// Every line one whole JSON object; a request line per request, with its
 /// own request id and trace id.
 fn assert_one_whole_line_per_request(function: &LambdaProcess, invoked: &[Invoked]) {
     let lines: Vec<Value> = function
@@ -179,9 +175,8 @@ fn assert_one_whole_line_per_request(function: &LambdaProcess, invoked: &[Invoke
     assert!(metrics.iter().all(|line| line["FunctionName"] == "plant-store"));
 }
 
-/// The 64 mixed requests, handed at once to one process started with this
-/// `AWS_LAMBDA_MAX_CONCURRENCY`: checks every answer, the table and the log,
-/// and returns the most requests the process held at once.
+/// The 64 mixed requests at once to one process with this concurrency: each
+/// answer, the table and the log checked; the most held at once.
 async fn serve_the_mix(max_concurrency: Option<usize>) -> usize {
     let app = TestApp::new().await;
     seed_alice(&app).await;

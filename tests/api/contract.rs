@@ -90,7 +90,12 @@ async fn limit_defaults_to_100_and_allows_up_to_1000() {
     for (query, plants) in [("", 100), ("limit=1000", 101), ("limit=1", 1), ("limit=0010", 10)] {
         let listed = app.get(&bearer("alice"), query).await;
         assert_eq!(listed.body.as_array().unwrap().len(), plants, "{query:?}");
+        // The next page's link names the limit, the default's too.
+        let link = listed.header("link").unwrap_or_default();
+        assert_eq!(link.is_empty(), plants == 101, "{query:?}: {link}");
     }
+    let first = app.get(&bearer("alice"), "").await;
+    assert!(first.header("link").unwrap().starts_with("</plants?limit=100&cursor="));
 }
 
 /// (Refused content types and bodies, each with its 4xx: `hostile.rs`.)
@@ -194,10 +199,9 @@ async fn a_listed_origin_is_answered_for_browsers_and_no_other() {
 async fn stored_items_are_read_attribute_by_attribute_and_what_is_no_plant_passed_over() {
     use aws_sdk_dynamodb::types::AttributeValue::{Bool, N, Null, S};
     use plant_store::domain::limits::{NAME_MAX_CHARS, TAG_MAX_CHARS};
-    // Items as an earlier rule let them be stored (over today's limits,
-    // blank, with an attribute no Plant has), and as no request writes them
-    // (a name that is a number or null, a tag that is a number or a
-    // boolean; an id past int64, as an early build kept a counter).
+    // Items an earlier rule let be stored (over today's limits, blank, an
+    // attribute no Plant has), and items no request writes (a name or tag
+    // of another type; an id past int64, as an early build kept a counter).
     let app = TestApp::new().await;
     let (name, tag) = ("n".repeat(NAME_MAX_CHARS + 44), "t".repeat(TAG_MAX_CHARS + 36));
     let items = [

@@ -1,8 +1,6 @@
-//! Fixtures as tests: every event in `events/` is answered as the
-//! `.expected.json` beside it says, through the handler in this process, the
-//! function's binary (or `PLANT_STORE_BOOTSTRAP`, the arm64 artifact under
-//! qemu-user) and, for HTTP API events, `sam local invoke`; `{{token}}` is a
-//! token minted for the run.
+//! Fixtures as tests: every event in `events/` answered as its
+//! `.expected.json` says, through the handler, the binary (or
+//! `PLANT_STORE_BOOTSTRAP`) and, for HTTP API events, `sam local invoke`.
 
 use std::fs;
 use std::path::{Path, PathBuf};

@@ -1,7 +1,6 @@
-//! Store faults, injected by a proxy on 127.0.0.1 between the production
-//! client (retries and timeouts as configured) and DynamoDB Local: each ends
-//! in a precise answer well inside the function's 10 s timeout, with nothing
-//! lost and nothing written twice. Answer times are printed (--nocapture).
+//! Store faults, injected by a proxy between the production client and
+//! DynamoDB Local: each a precise answer well inside the 10 s timeout,
+//! nothing lost or written twice (times printed with --nocapture).
 
 use std::time::{Duration, Instant};
 
@@ -167,10 +166,9 @@ fn list() -> ApiGatewayEvent {
     ApiGatewayEvent::list_plants(&bearer("alice"), "limit=5")
 }
 
-/// One operation against a store that answers the calls before it and
-/// hangs on the next: the case, the bound, the plants alice has before the
-/// request (created through the proxy), the request, the request's own calls
-/// that pass before the one that hangs, and the answer's status.
+/// An operation against a store that hangs on one call: the case, the
+/// bound, alice's plants before, the request, its calls that pass first,
+/// and the answer's status.
 type Hang = (&'static str, u32, i64, fn() -> ApiGatewayEvent, usize, u16);
 
 const HANGS: &[Hang] = &[

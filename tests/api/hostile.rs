@@ -1,7 +1,5 @@
-//! Hostile input, table-driven: each request gets the right 4xx with the
-//! Error body and a message naming the problem, and writes nothing; the
-//! cases at the limits are accepted. Afterwards the table holds exactly the
-//! accepted plants.
+//! Hostile input, table-driven: each request its 4xx with the Error body
+//! naming the problem, nothing written; the cases at the limits accepted.
 
 use plant_store_testkit::{ApiGatewayEvent, TestApp, bearer, token};
 use serde_json::{Value, json};

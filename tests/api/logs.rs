@@ -1,7 +1,5 @@
-//! The function's output, from its binary: one JSON request line and one
-//! EMF metrics line per request, naming its invocation; and no log level
-//! writes a credential (TRACE, the most verbose level Lambda's log settings
-//! offer, writes neither the bearer token nor the AWS credentials).
+//! The function's output, from its binary: one JSON line per request, its
+//! log and EMF record, naming its invocation; no credential at TRACE.
 
 use plant_store_testkit::{ApiGatewayEvent, TestApp, TestResponse, bearer};
 use serde_json::{Value, json};

@@ -19,13 +19,11 @@ mod pagination;
 mod quota;
 mod remote_keys;
 mod scopes;
-mod token_cache;
 mod trust;
 mod xray;
 
-/// The command that runs the function's `bootstrap`: `PLANT_STORE_BOOTSTRAP`
-/// (split at spaces; scripts/test sets it to the arm64 artifact under
-/// qemu-user), else this build's binary.
+/// The function's `bootstrap`: `PLANT_STORE_BOOTSTRAP` (split at spaces:
+/// the artifact under qemu-user), else this build's binary.
 pub fn bootstrap_command() -> Vec<String> {
     match std::env::var("PLANT_STORE_BOOTSTRAP") {
         Ok(command) => command.split_whitespace().map(str::to_owned).collect(),

@@ -1,9 +1,7 @@
-//! A certified OpenID Provider, run here as its operator would run it
-//! (testkit's `oidc_provider`), in front of the function's binary: with
-//! `AUTH_ISSUER` and `AUTH_AUDIENCE` alone the keys are found by discovery,
-//! the provider's access tokens pass, its ID tokens (no `typ`, `nonce` or
-//! `at_hash`) never do, also where `AUTH_AUDIENCE` is the client id, and
-//! each refusal's reason is on the request's log line.
+//! A certified OpenID Provider run here (testkit's `oidc_provider`) before
+//! the function's binary: from `AUTH_ISSUER` and `AUTH_AUDIENCE` alone, its
+//! keys by discovery, its access tokens pass and its ID tokens never do,
+//! also for the client id as audience; each reason on the log line.
 
 use plant_store_testkit::oidc_provider::{CLIENT_ID, OidcProvider};
 use plant_store_testkit::runtime_api::LambdaProcess;
@@ -67,9 +65,8 @@ async fn a_certified_providers_access_tokens_pass_and_its_id_tokens_never() {
     let wanted = format!("its aud \"{API}\" does not hold AUTH_AUDIENCE \"{CLIENT_ID}\"");
     assert_eq!((status, reason), (401, wanted));
 
-    // A trailing slash on the issuer: the discovery document names
-    // another, so its keys are not trusted (503); given the key set's URL,
-    // the token's `iss` is another (401).
+    // A trailing slash on the issuer: discovery names another (503); given
+    // the key set's URL, the token's `iss` is another (401).
     let slashed = format!("{issuer}/");
     let untrusted = function(&app, &slashed, API, "").await;
     let (status, cause) = answer(&untrusted, access, false).await;

@@ -1,7 +1,5 @@
-//! The bound on plants per owner: 409 past it with nothing written, also
-//! when 32 race for the last place; retries and conflicts count nothing; a
-//! stray item is never listed; and `recount`. (What a create bills, 2 write
-//! units with the bound and 1 without, is the benchmark's target.)
+//! The bound on plants per owner: 409 past it, nothing written, also when
+//! 32 race for the last place; retries and conflicts count nothing; `recount`.
 
 use aws_sdk_dynamodb::types::AttributeValue;
 use futures::future::join_all;

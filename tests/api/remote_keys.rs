@@ -1,6 +1,5 @@
-//! The remote key source against a JWKS server on 127.0.0.1, with
-//! production's intervals scaled down ([`REFRESH`]): first fetch, rotation,
-//! keys taken away, the server gone, oversized or slow answers, old sets.
+//! The remote key source against a JWKS server, intervals scaled down
+//! ([`REFRESH`]): rotation, keys taken away, outages, bad answers, old sets.
 
 use std::time::{Duration, Instant};
 
@@ -66,9 +65,8 @@ async fn fetched_keys_serve_without_further_fetches_also_when_the_key_server_goe
     server.stop();
     assert_eq!(app.get(&bearer("alice"), "").await.status, 200);
     wait_out(REFRESH.refetch_interval).await;
-    // An unknown kid now tries a refetch, which fails: whether the token
-    // is valid cannot be known, so 503 with Retry-After, not 401 (which
-    // would sign the user out) and not 500.
+    // An unknown kid's refetch fails: the token may be valid, so 503 with
+    // Retry-After, not 401 (which signs the user out).
     let unknown = token_with_kid(keys().eddsa(), "rotated-away");
     let response = app.get(&format!("Bearer {unknown}"), "").await;
     response.assert_error(503, "signing keys");

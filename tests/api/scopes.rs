@@ -1,7 +1,6 @@
-//! OAuth 2.0 scopes (AUTH_SCOPE_READ, AUTH_SCOPE_WRITE): a token without the
-//! route's scope gets 403 with the RFC 6750 `insufficient_scope` challenge,
-//! before its body is read or the store is called; `scope` and `scp` in each
-//! form grant; write does not imply read; with scopes off, nothing changes.
+//! OAuth 2.0 scopes: without the operation's, 403 `insufficient_scope`
+//! before the body or the store; `scope` and `scp` in each form grant; write
+//! does not imply read; with scopes off, nothing changes.
 
 use plant_store::auth::Verifier;
 use plant_store::config::{ScopeRules, TokenRules};

@@ -1,6 +1,5 @@
-//! The HTTPS client's trust store, end to end: the compiled-in roots refuse
-//! a CA made for the run; `EXTRA_CA_CERTS` or `SSL_CERT_FILE` naming it admit
-//! it; a trust file that cannot be used stops the start, naming it.
+//! The trust store end to end: the compiled-in roots refuse a CA made here,
+//! `EXTRA_CA_CERTS` or `SSL_CERT_FILE` admit it, a bad file stops the start.
 
 use plant_store::auth::Verifier;
 use plant_store::config::{Config, KeyConfig, KeyRefresh, TrustConfig};

@@ -1,6 +1,5 @@
-//! X-Ray: the function's binary sends one subsegment per outbound call to a
-//! stand-in daemon that checks each against X-Ray's schema, under its own
-//! invocation's header, also concurrently; `Sampled=0` sends nothing.
+//! X-Ray: a subsegment per outbound call, each checked against X-Ray's
+//! schema, under its invocation's header, also concurrently; `Sampled=0` none.
 
 use std::collections::{HashMap, HashSet};
 use std::time::Duration;
@@ -222,9 +221,8 @@ async fn an_unsampled_invocation_sends_nothing_and_passes_its_header_on() {
 async fn without_a_daemon_address_nothing_is_traced_and_no_header_passed_on() {
     let app = TestApp::new().await;
     let proxy = FaultProxy::start(&TestApp::dynamodb_url(), &[], Fault::PassThrough).await;
-    // Concurrent, as Lambda Managed Instances run it: lambda_runtime then
-    // sets no process-wide `_X_AMZN_TRACE_ID` for the SDK to pass on, so any
-    // header DynamoDB gets would be the function's own tracer's.
+    // Concurrent, as Managed Instances run it: no process-wide
+    // `_X_AMZN_TRACE_ID`, so any header DynamoDB gets is the function's own.
     let vars = [
         ("AWS_ENDPOINT_URL_DYNAMODB", proxy.url.as_str()),
         ("AWS_LAMBDA_LOG_FORMAT", "JSON"),

@@ -1,8 +1,6 @@
-//! `cargo xtask acceptance URL [--user-pool-id ID --client-id ID]`
-//! (`scripts/acceptance`): the acceptance suite (`plant-store-admin
-//! acceptance`, `admin/src/acceptance.rs`) against the API at URL, with the
-//! tokens in TOKEN_A and TOKEN_B or with Cognito test users; and the same
-//! suite against a local stack, as the contract tests use it.
+//! `cargo xtask acceptance URL [--user-pool-id ID --client-id ID]`: the
+//! acceptance suite (`admin/src/acceptance.rs`) with TOKEN_A and TOKEN_B or
+//! Cognito test users; and against a local stack, for the contract tests.
 
 use std::process::Command;
 

@@ -1,8 +1,6 @@
-//! The deployment artifact: `sam build` (arm64, provided.al2023,
-//! cross-compiled by cargo lambda with zig), built without the CPU-jitter
-//! entropy source and with its dependency list embedded (cargo-auditable,
-//! which `cargo audit bin`, Trivy and Syft read), and its zip as `sam
-//! deploy` uploads it.
+//! The deployment artifact: `sam build` (arm64, cargo lambda with zig),
+//! without the CPU-jitter entropy source, its dependency list embedded
+//! (cargo-auditable), and its zip as `sam deploy` uploads it.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;

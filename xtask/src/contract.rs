@@ -1,9 +1,7 @@
 //! `cargo xtask contract-test`: Schemathesis from openapi.yaml against the
-//! function behind cargo lambda's emulator, with a token and without one
-//! (401 everywhere), then the acceptance suite and scripts/dev's curl
-//! lines; the seed is the commit's
-//! unless `--seed` says, and a failure prints the command that repeats it.
-//! The full run also sends them through `sam local start-api` once.
+//! function behind cargo lambda, with a token and without (401), then the
+//! acceptance suite and scripts/dev's curl lines; the seed is the commit's
+//! unless `--seed` says. The full run also goes through `sam local` once.
 
 use std::process::Command;
 
@@ -39,11 +37,9 @@ pub(crate) fn contract_test(max_examples: usize, seed: Option<u64>) -> Result {
     try_curl_lines(&url, &issuer)
 }
 
-/// The contract tests through `sam local start-api` (the template's default
-/// edge, the REST API) on `stack`'s DynamoDB Local, as `sam` was prepared:
-/// each request there takes about a second, so Schemathesis runs its example
-/// and fuzzing phases only, and the unauthenticated run (the same function's
-/// answers) is left to `contract_test`.
+/// The contract tests through `sam local start-api` (the REST API): a
+/// request takes a second there, so only Schemathesis' example and fuzzing
+/// phases, with a token.
 pub(crate) fn contract_test_through_sam_local(
     sam: &SamLocal,
     stack: &Stack,

@@ -187,10 +187,9 @@ fn summary(cargo_test_log: &str) -> Result<String> {
     ))
 }
 
-/// Runs exactly these tests of the api binary, ignored or not, one at a time (each starts
-/// containers and the arm64 binary under emulation, and they contend for two
-/// cores: CI once saw `sam local start-api` answer 502 while both ran); an
-/// error unless every one of them ran and passed.
+/// Runs exactly these tests of the api binary, ignored or not, one at a
+/// time (on two cores, together they made `sam local` answer 502); an error
+/// unless every one ran and passed.
 fn run_required_tests(cargo: &mut Command, tests: &[&str], log_name: &str) -> Result {
     let log_file = tools_dir().join(format!("{log_name}.log"));
     let api_tests = "test --locked --package plant-store --test api -- --exact";

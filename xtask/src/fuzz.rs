@@ -1,8 +1,6 @@
-//! `cargo xtask fuzz`: each target of `fuzz/` ([`TARGETS`]) for `--seconds`,
-//! one after another, built `release` (optimised, with AddressSanitizer for
-//! the dependencies' unsafe code) or `dev` (the gate's smoke run, about half
-//! the build); `RUSTC_BOOTSTRAP=1` lets the stable toolchain take cargo
-//! fuzz's nightly flags.
+//! `cargo xtask fuzz`: each target ([`TARGETS`]) for `--seconds`, built
+//! `release` (with AddressSanitizer) or `dev` (the gate's smoke run);
+//! `RUSTC_BOOTSTRAP=1` lets stable take cargo fuzz's nightly flags.
 
 use std::process::Command;
 

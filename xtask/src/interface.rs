@@ -1,8 +1,6 @@
-//! The interface as the API's consumers meet it (docs/contract.md): the
-//! reference page built from openapi.yaml by Redocly CLI and read in
-//! headless Chromium; and the breaking-change gate against the released
-//! 1.0.0 (Optic, and what its rules do not see: a narrowed request bound,
-//! another major version), proved on its own fixtures (`xtask/gate/`).
+//! The interface as consumers meet it: the reference page (Redocly CLI, read
+//! in headless Chromium), and the breaking-change gate against 1.0.0 (Optic,
+//! and a narrowed bound or another major version), proved on `xtask/gate/`.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -19,10 +17,8 @@ use serde_json::Value;
 const RELEASED: &str = "docs/openapi-1.0.0.yaml";
 /// The reference page, and its screenshot beside it (`.png`).
 pub(crate) const PAGE: &str = "target/api-reference/plant-store-api.html";
-/// Redoc 3's sidebar badge ("API docs by Redocly") loads Redocly's logo
-/// from their CDN: the page's one request beyond its file. The badge keeps
-/// its text and link; its image becomes an empty inline one, so that the
-/// page works offline.
+/// Redoc's badge loads Redocly's logo from their CDN, the page's one
+/// request beyond its file: an empty inline image instead, for offline.
 const BADGE_LOGOS: [&str; 2] =
     ["https://cdn.redoc.ly/redoc/logo-mini-full.svg", "https://cdn.redoc.ly/redoc/logo-mini.svg"];
 const EMPTY_IMAGE: &str =

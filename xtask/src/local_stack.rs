@@ -34,11 +34,9 @@ fn local_stack(dynamodb_port: u16) -> Result<(Stack, Issuer)> {
     Ok((stack, issuer))
 }
 
-/// `cargo xtask dev`: DynamoDB Local (127.0.0.1, data kept in
-/// .local/dynamodb), the plants table, a local signing key and its JWKS, and
-/// the function under `cargo lambda watch` at 127.0.0.1:`api_port`.
-/// Prints a token and working curl lines; runs until Ctrl-C, which stops
-/// everything it started.
+/// `cargo xtask dev`: DynamoDB Local (data in .local/dynamodb), the table,
+/// a local key, and the function under `cargo lambda watch` at
+/// 127.0.0.1:`api_port`; a token and curl lines; Ctrl-C stops it all.
 pub(crate) fn dev(api_port: u16, dynamodb_port: u16) -> Result {
     let (mut stack, issuer) = local_stack(dynamodb_port)?;
     stack.env.set("AWS_LAMBDA_LOG_FORMAT", "JSON");
@@ -51,10 +49,8 @@ pub(crate) fn dev(api_port: u16, dynamodb_port: u16) -> Result {
     function.wait()
 }
 
-/// `cargo xtask sam-local`: as `dev`, but the API is `sam build`'s arm64
-/// artifact under `sam local start-api` at 127.0.0.1:`api_port`, in the
-/// Lambda container (docs/testing.md). Not at the same time as `dev`
-/// (both use DynamoDB Local's port and data).
+/// `cargo xtask sam-local`: as `dev`, the artifact under `sam local
+/// start-api` (docs/testing.md); not beside `dev` (one DynamoDB Local).
 pub(crate) fn sam_local(api_port: u16, dynamodb_port: u16) -> Result {
     let (stack, issuer) = local_stack(dynamodb_port)?;
     sam_build()?;

@@ -1,7 +1,5 @@
-//! `cargo xtask TASK [FLAGS]` (the alias is in .cargo/config.toml; `cargo
-//! xtask --help` lists the tasks and flags, `flags.rs`): the project's
-//! tasks, in Rust. `scripts/` holds only thin entry points to them; what
-//! they start is plant-store-local-support's.
+//! `cargo xtask TASK [FLAGS]` (`--help`, `flags.rs`): the project's tasks,
+//! in Rust; `scripts/` holds thin entry points, local-support what they start.
 
 mod acceptance;
 mod artifact;

@@ -95,10 +95,8 @@ impl Stack {
 /// ends on a signal, and neither keeps state.
 const FUNCTION_GRACE: Duration = Duration::from_secs(2);
 
-/// A binary of the workspace's debug build, built once per task with every
-/// other binary of the workspace but xtask (which runs in its own profile):
-/// with the features `cargo test` builds with, so that the tests, the
-/// operator's commands and the function share one build of the dependencies.
+/// A binary of the workspace's debug build, built once per task with the
+/// others (but xtask's), as `cargo test` builds: one build of the dependencies.
 pub(crate) fn debug_binary(name: &str) -> Result<PathBuf> {
     static BUILT: OnceLock<Result<(), String>> = OnceLock::new();
     BUILT

@@ -3,11 +3,9 @@
 use plant_store_local_support::fault_proxy::Call;
 use serde_json::Value;
 
-/// What DynamoDB bills on demand for `calls`: (write units, read units).
-/// A write is 1 unit per KB of the item (an update: of the larger of the
-/// item before and after, here its key and one number), twice that in a
-/// transaction, and a failed condition is billed all the same; a read is 1
-/// unit per 4 KB read, half that when eventually consistent.
+/// What DynamoDB bills on demand for `calls`, (write, read) units: a write
+/// 1 per KB of the item (twice in a transaction; a failed condition too), a
+/// read 1 per 4 KB (half, eventually consistent).
 pub(super) fn billed(calls: &[Call]) -> (f64, f64) {
     let write = |bytes: usize| (bytes as f64 / 1024.0).ceil().max(1.0);
     let read = |bytes: usize, consistent: bool| {

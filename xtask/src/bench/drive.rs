@@ -118,7 +118,7 @@ pub(super) async fn cold_start(
     extra: serde_json::Map<String, Value>,
     share: Option<u64>,
 ) -> Result {
-    let Some((functions, shares)) = at_share(setup, settings, share) else {
+    let Some((functions, shares)) = at_share(setup, share) else {
         let report = "cold_start at the 128 MB share: unavailable on this platform (it needs a Linux cgroup, as root)";
         return write_results(&setup.results_dir, "cold_start_128mb", report, &json!({}));
     };
@@ -133,9 +133,8 @@ pub(super) async fn cold_start(
     for turn in 0..settings.prime {
         measured.warm_round(turn, None).await?;
     }
-    // Each round: one cold start of every function (in a shuffled order),
-    // then a share of the warm requests, so that cold and warm figures meet
-    // the same machine and the same store.
+    // Each round: a cold start of every function (shuffled), then a share
+    // of the warm requests: cold and warm meet the same machine and store.
     let per_round = settings.warm.div_ceil(settings.rounds);
     for round in 0..settings.rounds {
         measured.cold_round(round, &mut samples).await?;
@@ -271,18 +270,14 @@ fn share_targets(at: &Figures) -> Vec<String> {
 
 /// The functions measured at `share` MB's share of a CPU, each with its
 /// share (all of them at full CPU, without); `None` where no share can be made.
-fn at_share<'a>(
-    setup: &'a Setup,
-    settings: &Settings,
-    share: Option<u64>,
-) -> Option<(Vec<&'a Measured>, Vec<Option<CpuShare>>)> {
+fn at_share(setup: &Setup, share: Option<u64>) -> Option<(Vec<&Measured>, Vec<Option<CpuShare>>)> {
     let Some(mb) = share else {
         return Some((
             setup.functions.iter().collect(),
             setup.functions.iter().map(|_| None).collect(),
         ));
     };
-    let at_share = |function: &&Measured| settings.at_share.contains(&function.name.as_str());
+    let at_share = |function: &&Measured| super::AT_SHARE.contains(&function.name.as_str());
     let functions: Vec<&Measured> = setup.functions.iter().filter(at_share).collect();
     let share = |function: &&Measured| CpuShare::of_memory(&format!("bench-{}", function.name), mb);
     let shares: Option<Vec<_>> =

@@ -36,14 +36,12 @@ pub(crate) struct Settings {
     compare: Option<PathBuf>,
     /// A missed target fails the run.
     strict: bool,
-    /// The functions measured again at 128 MB's share of a CPU.
-    at_share: &'static [&'static str],
 }
 
 /// The functions measured at 128 MB's share of a CPU: the function as
 /// deployed, with the bound, and the physical floor, on each edge; and the
 /// build compared.
-const AT_SHARE: &[&str] =
+pub(super) const AT_SHARE: &[&str] =
     &["cognito", "function", "raw", "cognito-http", "function-http", "raw-http", "before-cognito"];
 /// The template's memory size.
 const MEMORY_MB: u64 = 128;
@@ -61,7 +59,6 @@ impl Settings {
             sam_build: !flags.no_sam_build,
             compare: flags.compare,
             strict: flags.strict,
-            at_share: AT_SHARE,
         }
     }
 
@@ -75,7 +72,6 @@ impl Settings {
             sam_build: false,
             compare: None,
             strict: false,
-            at_share: AT_SHARE,
         }
     }
 
@@ -153,9 +149,8 @@ impl Setup {
         let mut base = Env::function(&dynamodb_url, TABLE, &issuer);
         base.set("AWS_XRAY_DAEMON_ADDRESS", &xray.address)
             .set("AWS_SESSION_TOKEN", "local")
-            // The runs store more plants for their one owner than the
-            // default bound; the bound's writes are measured all the same
-            // (`unbounded` sets 0).
+            // More plants for one owner than the default bound; its writes
+            // are measured all the same (`unbounded` sets 0).
             .set("MAX_PLANTS_PER_OWNER", "1000000");
         let jwks_url = format!("https://{}/.well-known/jwks.json", key_front.address);
         let rows = functions(settings, &base, &jwks_url, &dynamodb_front);
@@ -206,9 +201,8 @@ fn build(settings: &Settings) -> Result {
         // run measures nothing, and after the tests that build is there.
         debug_binary("plant-store")?;
     } else {
-        // Each package on its own: the function with the features it is
-        // deployed with, not those the baselines (the SDK's own HTTPS
-        // client) or the test crates add.
+        // Each package on its own: the function with its deployed features,
+        // not those the baselines or the test crates add.
         for package in ["plant-store", "plant-store-bench"] {
             let build = format!("build --locked --profile {profile} --package {package}");
             run(Command::new("cargo").args(build.split(' ')))?;
@@ -235,10 +229,9 @@ fn functions(
         env.remove("AUTH_JWKS");
         env
     };
-    // Trust: the function's compiled-in roots plus the local CA; or, as a
-    // Lambda image has one bundle, the system's roots and the local CA in
-    // one file (SSL_CERT_FILE), which the SDK's default client (the
-    // baselines, and the function before its own trust store) reads.
+    // Trust: the compiled-in roots plus the local CA; or, as a Lambda
+    // image's one bundle, the system's roots and the CA in SSL_CERT_FILE
+    // (read by the SDK's default client: the baselines).
     let compiled_in = base.with("EXTRA_CA_CERTS", &tls.ca_file.display().to_string());
     let bundle = base.with("SSL_CERT_FILE", &tls.bundle_file.display().to_string());
     let [function, minimal, raw, hello] =

@@ -1,7 +1,5 @@
-//! The reports: one table printer for each phase's figures (a row per
-//! figure, a column per function, then ratios to the phase's floor), the
-//! targets each is held to, printed and written with the figures to
-//! target/bench-results/.
+//! The reports: each phase's figures (a column per function, then ratios to
+//! its floor) and the targets, printed and written to target/bench-results/.
 
 use std::path::Path;
 

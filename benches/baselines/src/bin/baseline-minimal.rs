@@ -1,6 +1,5 @@
-//! The SDK floor of the job: one conditional `PutItem` per create, one
-//! strongly consistent `Query` per listing, the SDK's defaults and a warm-up
-//! call at init; no token, validation, bound or log.
+//! The SDK floor: a conditional `PutItem` per create, a strongly consistent
+//! `Query` per listing, the SDK's defaults, a warm-up; nothing else.
 
 use aws_config::BehaviorVersion;
 use aws_sdk_dynamodb::Client;

@@ -1,8 +1,6 @@
-//! The physical floor: lambda_runtime on a current-thread runtime and the
-//! SigV4-signed HTTPS calls the job takes through hyper and rustls (a
-//! listing's one Query; a create's PutItem, and first, with
-//! `MAX_PLANTS_PER_OWNER` above 0, the bound's UpdateItem), no SDK, no
-//! token, no validation, no log; one call at init opens the connection.
+//! The physical floor: lambda_runtime and the job's SigV4-signed calls
+//! through hyper and rustls (a listing's Query; a create's PutItem, after
+//! the bound's UpdateItem unless `MAX_PLANTS_PER_OWNER=0`), nothing else.
 
 use std::time::SystemTime;
 
