@@ -66,32 +66,19 @@ impl Intercept for CallCounter {
     }
 }
 
-pub async fn dynamodb_client() -> Client {
-    counted_dynamodb_client(None).await.0
-}
-
 /// A client configured as in production, every request counted, to
 /// DynamoDB Local or through `endpoint` (a fault proxy).
 pub async fn counted_dynamodb_client(endpoint: Option<&str>) -> (Client, CallCounter) {
     let counter = CallCounter::default();
-    (dynamodb_client_with(endpoint, counter.clone()).await, counter)
-}
-
-/// A client with the production configuration and `interceptor`; to
-/// DynamoDB Local, or through `endpoint` if given.
-pub async fn dynamodb_client_with(
-    endpoint: Option<&str>,
-    interceptor: impl Intercept + 'static,
-) -> Client {
     let https = Https::new(&Default::default()).expect("the compiled-in roots");
     let config = client_config(&https, Some(endpoint.unwrap_or(dynamodb_url())))
         .await
         .to_builder()
         .region(Region::new("us-east-1"))
         .credentials_provider(Credentials::new("local", "local", None, None, "tests"))
-        .interceptor(SharedInterceptor::new(interceptor))
+        .interceptor(SharedInterceptor::new(counter.clone()))
         .build();
-    Client::from_conf(config)
+    (Client::from_conf(config), counter)
 }
 
 pub(crate) fn unique_table_name() -> String {

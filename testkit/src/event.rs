@@ -2,8 +2,7 @@
 
 use serde_json::{Value, json};
 
-/// A request as an HTTP API (v2) event, converted exactly as the function
-/// converts the events Lambda delivers ([`request`]).
+/// A request as a payload format 2.0 event.
 pub struct ApiGatewayEvent {
     pub(crate) method: String,
     pub(crate) path: String,
@@ -48,44 +47,26 @@ impl ApiGatewayEvent {
         self
     }
 
-    /// The event as Lambda delivers it (what the Runtime API hands out).
+    /// The event as Lambda delivers it: a real 2.0 event (`events/`, a
+    /// function URL's) with this request's method, path, query, headers
+    /// (repeated ones joined with a comma, as API Gateway joins them) and body.
     pub fn event(self) -> String {
-        // API Gateway joins repeated headers with a comma in v2 events.
+        let mut event: Value =
+            serde_json::from_str(include_str!("../../events/function-url/list-plants.json"))
+                .unwrap();
         let mut headers = serde_json::Map::new();
-        for (name, value) in &self.headers {
-            let joined = match headers.get(name).and_then(Value::as_str) {
+        for (name, value) in self.headers {
+            let joined = match headers.get(&name).and_then(Value::as_str) {
                 Some(previous) => format!("{previous},{value}"),
-                None => value.clone(),
+                None => value,
             };
-            headers.insert(name.clone(), json!(joined));
+            headers.insert(name, json!(joined));
         }
-        let event = json!({
-            "version": "2.0",
-            "routeKey": "$default",
-            "rawPath": self.path,
-            "rawQueryString": self.query,
-            "headers": headers,
-            "requestContext": {
-                "accountId": "123456789012",
-                "apiId": "api-id",
-                "domainName": "api-id.execute-api.us-east-1.amazonaws.com",
-                "domainPrefix": "api-id",
-                "http": {
-                    "method": self.method,
-                    "path": self.path,
-                    "protocol": "HTTP/1.1",
-                    "sourceIp": "192.0.2.1",
-                    "userAgent": "plant-store-tests"
-                },
-                "requestId": "test-request",
-                "routeKey": "$default",
-                "stage": "$default",
-                "time": "22/Nov/2026:10:00:00 +0000",
-                "timeEpoch": 1_795_000_000_000u64
-            },
-            "body": self.body,
-            "isBase64Encoded": false
-        });
+        event.as_object_mut().unwrap().remove("queryStringParameters");
+        let http = &mut event["requestContext"]["http"];
+        (http["method"], http["path"]) = (json!(self.method), json!(self.path));
+        (event["rawPath"], event["rawQueryString"]) = (json!(self.path), json!(self.query));
+        (event["headers"], event["body"]) = (Value::Object(headers), json!(self.body));
         event.to_string()
     }
 }

@@ -13,7 +13,7 @@ pub mod response;
 pub mod sam_local;
 
 pub use app::TestApp;
-pub use dynamodb::{CallCounter, counted_dynamodb_client, dynamodb_client, dynamodb_client_with};
+pub use dynamodb::{CallCounter, counted_dynamodb_client};
 pub use event::ApiGatewayEvent;
 pub use keys::{TestKeys, bearer, keys, token, token_rules, verifier};
 pub use plant_store_local_support::keys::{AUDIENCE, ISSUER, SigningKey, unix_now};

@@ -1,6 +1,6 @@
 //! Fixtures as tests: every event in `events/` answered as its
-//! `.expected.json` says, through the handler, the binary (or
-//! `PLANT_STORE_BOOTSTRAP`) and, for HTTP API events, `sam local invoke`.
+//! `.expected.json` says, through the function's binary under the Runtime
+//! API (or `PLANT_STORE_BOOTSTRAP`) and, HTTP API events, `sam local invoke`.
 
 use std::fs;
 use std::path::{Path, PathBuf};
@@ -28,8 +28,6 @@ fn event_files(dir: &Path, found: &mut Vec<PathBuf>) {
 /// How an event reaches the function.
 #[derive(Clone, Copy)]
 enum Via<'a> {
-    /// The invocation (`PlantApi::invoke`: the event read, then the handler), in this process.
-    Handler,
     /// The Runtime API, to the binary (a process per event).
     Bootstrap,
     /// `sam local invoke`: `sam build`'s artifact in the Lambda container.
@@ -50,7 +48,6 @@ async fn replay(event_path: &Path, via: Via<'_>) -> Vec<String> {
     }
     let event = fs::read_to_string(event_path).unwrap().replace("{{token}}", &token(EVENTS_OWNER));
     let response = match via {
-        Via::Handler => app.invoke(&event).await,
         Via::Bootstrap => {
             let function = crate::start_function(&app, &[]).await;
             TestResponse::from_lambda_response(&function.invoke(&event).await.response)
@@ -78,11 +75,6 @@ async fn replay(event_path: &Path, via: Via<'_>) -> Vec<String> {
 }
 
 #[tokio::test]
-async fn every_sample_event_gets_its_expected_response() {
-    replay_all("events", Via::Handler).await;
-}
-
-#[tokio::test]
 async fn every_sample_event_gets_its_expected_response_from_the_bootstrap() {
     replay_all("events", Via::Bootstrap).await;
 }
@@ -103,7 +95,7 @@ async fn replay_all(dir: &str, via: Via<'_>) {
     // One `sam local` at a time: each starts a container under emulation.
     let at_once = match via {
         Via::SamLocalInvoke(_) => 1,
-        Via::Handler | Via::Bootstrap => events.len(),
+        Via::Bootstrap => events.len(),
     };
     // Every fixture is replayed, and every one that fails is named.
     let results: Vec<Vec<String>> = futures::stream::iter(&events)

@@ -2,7 +2,7 @@
 //! `EXTRA_CA_CERTS` or `SSL_CERT_FILE` admit it, a bad file stops the start.
 
 use plant_store::auth::Verifier;
-use plant_store::config::{Config, KeyConfig, KeyRefresh, TrustConfig};
+use plant_store::config::{KeyConfig, KeyRefresh, TrustConfig};
 use plant_store::https::Https;
 use plant_store::jwks::KeySource;
 use plant_store_testkit::key_server::KeyServer;
@@ -44,29 +44,9 @@ async fn a_local_ca_is_trusted_only_where_a_trust_setting_names_it() {
 }
 
 #[test]
-fn the_environment_names_the_trust_files() {
-    let config = Config::from_lookup(|name| {
-        Some(
-            match name {
-                "PLANTS_TABLE" => "plants",
-                "AUTH_ISSUER" => "https://issuer.example",
-                "AUTH_AUDIENCE" => "plants",
-                "SSL_CERT_FILE" => "/etc/bundle.pem",
-                "EXTRA_CA_CERTS" => "/etc/proxy-ca.pem",
-                _ => return None,
-            }
-            .to_owned(),
-        )
-    })
-    .unwrap();
-    assert_eq!(config.trust.bundle.unwrap().to_str(), Some("/etc/bundle.pem"));
-    assert_eq!(config.trust.extra.unwrap().to_str(), Some("/etc/proxy-ca.pem"));
-}
-
-#[test]
 fn a_trust_file_that_cannot_be_used_stops_the_start_and_is_named() {
-    let dir = std::env::temp_dir().join(format!("plant-store-trust-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
+    let temp = temp_dir("trust").unwrap();
+    let dir = temp.path();
     let not_pem = dir.join("not-pem.txt");
     std::fs::write(&not_pem, "no certificate here\n").unwrap();
     let broken = dir.join("broken.pem");
@@ -87,5 +67,4 @@ fn a_trust_file_that_cannot_be_used_stops_the_start_and_is_named() {
         let path = bundle.or(extra).unwrap().display().to_string();
         assert!(message.starts_with(&format!("{variable} ({path}): {problem}")), "{message}");
     }
-    std::fs::remove_dir_all(&dir).unwrap();
 }

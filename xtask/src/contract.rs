@@ -7,14 +7,13 @@ use std::process::Command;
 
 use plant_store_local_support::function::Env;
 use plant_store_local_support::keys::{Algorithm, Issuer};
-use plant_store_local_support::process::{Scope, free_port, output, run_logged, tail};
+use plant_store_local_support::process::{Scope, free_port, output, run, run_logged, tail};
 use plant_store_local_support::sam_local::SamLocal;
 use plant_store_local_support::tools::ensure_python_tools;
 use plant_store_local_support::{Result, log, root, tools_dir};
 
-use crate::acceptance::acceptance_on_local_stack;
 use crate::local_stack::try_curl_lines;
-use crate::stack::Stack;
+use crate::stack::{Stack, debug_binary};
 
 /// Runs the contract tests with at most `max_examples` examples per
 /// operation, from `seed` (else the commit's), against the function behind
@@ -105,4 +104,15 @@ fn commit_seed() -> u64 {
     let commit = output(Command::new("git").args(["rev-parse", "--short=8", "HEAD"]));
     let day = || std::time::UNIX_EPOCH.elapsed().unwrap().as_secs() / 86_400;
     commit.ok().and_then(|commit| u64::from_str_radix(&commit, 16).ok()).unwrap_or_else(day)
+}
+
+/// The acceptance suite (`plant-store-admin acceptance`) against a local
+/// stack that trusts `issuer`, as two owners only it uses.
+fn acceptance_on_local_stack(url: &str, issuer: &Issuer) -> Result {
+    log!("the acceptance suite (scripts/acceptance) at {url}, as two owners");
+    let mut suite = Command::new(debug_binary("plant-store-admin")?);
+    suite.args(["acceptance", "--url", url]);
+    run(suite
+        .env("TOKEN_A", issuer.token("acceptance-a", 3600))
+        .env("TOKEN_B", issuer.token("acceptance-b", 3600)))
 }

@@ -67,11 +67,5 @@ xflags::xflags! {
             /// Also the breaking-change gate against the released 1.0.0, with its proof.
             optional --gate
         }
-        /// The acceptance suite against a running API: tokens in TOKEN_A and TOKEN_B, or two test users created (and deleted) in the Cognito user pool.
-        cmd acceptance {
-            required url: String
-            optional --user-pool-id id: String
-            optional --client-id id: String
-        }
     }
 }

@@ -1,7 +1,6 @@
 //! `cargo xtask TASK [FLAGS]` (`--help`, `flags.rs`): the project's tasks,
 //! in Rust; `scripts/` holds thin entry points, local-support what they start.
 
-mod acceptance;
 mod artifact;
 mod bench;
 mod contract;
@@ -71,8 +70,5 @@ fn task(task: Task) -> Result {
             Ok(())
         }
         Task::SamBuild(_) => artifact::sam_build().map(drop),
-        Task::Acceptance(flags) => {
-            acceptance::acceptance(&flags.url, flags.user_pool_id, flags.client_id)
-        }
     }
 }
