@@ -83,14 +83,6 @@ async fn retries_and_conflicts_below_the_bound_count_nothing() {
     app.post(&alice, &plant(99)).await.assert_error(409, &format!("maximum of {MAX} plants"));
 }
 
-#[tokio::test]
-async fn without_the_bound_nothing_is_counted_and_nothing_refused() {
-    let app = TestApp::with_max_plants_per_owner(0).await;
-    fill(&app, "alice", i64::from(MAX) + 2).await;
-    assert_eq!(app.stored_items().await.len(), MAX as usize + 2);
-    assert_eq!(app.stored_plant_counts().await, counts(&[]));
-}
-
 /// Sets `owner`'s count straight in the table, as a crash or an earlier
 /// build could have left it.
 async fn set_count(app: &TestApp, owner: &str, plants: u32) {
