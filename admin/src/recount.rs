@@ -139,10 +139,8 @@ async fn set_count(
         None => update.condition_expression("attribute_not_exists(#plants)"),
     };
     update.send().await.map_err(|error| {
-        format!(
-            "{owner}'s count changed while it was recounted (a create?); run again: {}",
-            failed(error)
-        )
+        let failed = failed(error);
+        format!("{owner}'s count changed while recounted (a create?); run again: {failed}")
     })?;
     Ok(())
 }

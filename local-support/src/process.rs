@@ -99,14 +99,8 @@ pub fn on_exit(cleanup: impl FnOnce() + Send + 'static) {
 pub struct Scope(usize);
 
 impl Scope {
-    pub fn new() -> Self {
+    pub fn begin() -> Self {
         Self(CLEANUPS.lock().unwrap().len())
-    }
-}
-
-impl Default for Scope {
-    fn default() -> Self {
-        Self::new()
     }
 }
 
@@ -347,7 +341,7 @@ mod tests {
         let pid_file = std::env::temp_dir().join(format!("xtask-scope-{}", std::process::id()));
         let escaped = || std::fs::read_to_string(&pid_file).ok()?.trim().parse::<u32>().ok();
         let leader = {
-            let _scope = Scope::new();
+            let _scope = Scope::begin();
             let script = format!("setsid sleep 600 & echo $! > {}; sleep 600", pid_file.display());
             let mut shell = Command::new("sh");
             shell.arg("-c").arg(script);

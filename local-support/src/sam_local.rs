@@ -50,9 +50,7 @@ impl SamLocal {
         if debian_packages_at_hand() {
             sam.image = Some(sam.ensure_lambda_base_image()?);
         } else {
-            log!(
-                "no Debian packages here: sam local uses AWS's provided.al2023 image, pulled once"
-            );
+            log!("no Debian packages here: sam local pulls AWS's provided.al2023 image once");
         }
         sam.dynamodb_url = sam.forward_from_bridge(dynamodb_port)?;
         Ok(sam)

@@ -51,11 +51,8 @@ impl XRayDaemon {
     /// was not one, naming what was wrong.
     pub fn documents(&self) -> Vec<Value> {
         let received = self.received.lock().unwrap();
-        assert!(
-            received.malformed.is_empty(),
-            "malformed X-Ray documents:\n{}",
-            received.malformed.join("\n")
-        );
+        let malformed = received.malformed.join("\n");
+        assert!(malformed.is_empty(), "malformed X-Ray documents:\n{malformed}");
         received.documents.clone()
     }
 

@@ -32,20 +32,11 @@ impl TestApp {
         Self::build(verifier, None, DEFAULT_MAX_PLANTS_PER_OWNER).await
     }
 
-    /// The function's client goes through `endpoint` (a fault proxy); the
-    /// table and the test's own reads stay on DynamoDB Local.
-    pub async fn with_store_endpoint(endpoint: &str) -> Self {
-        Self::build(verifier(), Some(endpoint), DEFAULT_MAX_PLANTS_PER_OWNER).await
-    }
-
-    /// An owner may store at most `max` plants (0: no bound).
-    pub async fn with_max_plants_per_owner(max: u32) -> Self {
-        Self::build(verifier(), None, max).await
-    }
-
-    /// [`Self::with_store_endpoint`] with at most `max` plants per owner.
-    pub async fn with_store_endpoint_and_bound(endpoint: &str, max: u32) -> Self {
-        Self::build(verifier(), Some(endpoint), max).await
+    /// The function's client through `endpoint` (a fault proxy) if given,
+    /// the table and the test's own reads on DynamoDB Local; at most `max`
+    /// plants per owner (0: no bound).
+    pub async fn with_store(endpoint: Option<&str>, max: u32) -> Self {
+        Self::build(verifier(), endpoint, max).await
     }
 
     async fn build(verifier: Verifier, store_endpoint: Option<&str>, max_plants: u32) -> Self {

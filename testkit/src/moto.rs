@@ -47,11 +47,8 @@ impl MotoCognito {
         let program = std::env::var_os("PLANT_STORE_MOTO_SERVER")
             .map(PathBuf::from)
             .unwrap_or_else(|| plant_store_local_support::tools::venv_bin().join("moto_server"));
-        assert!(
-            program.is_file(),
-            "{} is missing: scripts/test installs moto's server",
-            program.display()
-        );
+        let shown = program.display();
+        assert!(program.is_file(), "{shown} is missing: scripts/test installs moto's server");
         let port = free_port();
         let mut command = Command::new(program);
         command

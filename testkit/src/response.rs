@@ -65,12 +65,8 @@ impl TestResponse {
         assert_eq!(self.body["error"], json!(status), "body: {}", self.body);
         let message = self.body["message"].as_str().expect("message is a string");
         assert!(message.contains(mentions), "message {message:?} should mention {mentions:?}");
-        assert_eq!(
-            self.body.as_object().unwrap().len(),
-            2,
-            "only error and message: {}",
-            self.body
-        );
+        let fields = self.body.as_object().unwrap().len();
+        assert_eq!(fields, 2, "only error and message: {}", self.body);
     }
 }
 

@@ -198,9 +198,7 @@ async fn serve_the_mix(max_concurrency: Option<usize>) -> usize {
 async fn sixty_four_mixed_requests_at_once_in_one_process_get_the_contracts_answers() {
     let _turn = ONE_AT_A_TIME.lock().await;
     let in_flight = serve_the_mix(Some(MAX_CONCURRENCY)).await;
-    eprintln!(
-        "AWS_LAMBDA_MAX_CONCURRENCY={MAX_CONCURRENCY}: at most {in_flight} requests in flight"
-    );
+    eprintln!("AWS_LAMBDA_MAX_CONCURRENCY={MAX_CONCURRENCY}: at most {in_flight} in flight");
     assert!((2..=MAX_CONCURRENCY).contains(&in_flight), "{in_flight} in flight at once");
 }
 
@@ -232,9 +230,8 @@ async fn concurrent_unknown_kids_share_one_fetch_and_refetch_at_most_once_per_in
     let rotated = SigningKey::generate(Algorithm::EdDSA).unwrap();
     server.set(Behaviour::Serve(SigningKey::jwks_json(&[keys().eddsa(), &rotated])));
     let answers = invoke_all(&function, &posts_signed_by(&rotated, 1..=16)).await;
-    assert!(
-        answers.iter().all(|call| TestResponse::from_lambda_response(&call.response).status == 200)
-    );
+    let status = |call: &Invoked| TestResponse::from_lambda_response(&call.response).status;
+    assert!(answers.iter().all(|call| status(call) == 200));
     assert_eq!(server.fetches(), 2, "concurrent misses share one fetch");
 
     // Within the refetch interval (10 s), 16 more unknown kids at once cause

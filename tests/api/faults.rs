@@ -62,16 +62,14 @@ async fn transient_faults_are_retried_and_the_plant_written_once() {
         ("1 reset, then OK", vec![Fault::Reset]),
     ] {
         let proxy = FaultProxy::start(&TestApp::dynamodb_url(), &faults, Fault::PassThrough).await;
-        let app = TestApp::with_store_endpoint(&proxy.url).await;
+        let app = TestApp::with_store(Some(&proxy.url), BOUND).await;
         let outcome = measure(case, &app, app.post(&bearer("alice"), PLANT)).await;
         assert_eq!(outcome.response.status, 200, "{case}: {}", outcome.response.body);
         assert_eq!(outcome.response.body, json!({"name": "Fern", "tag": "green"}));
         assert_eq!(outcome.attempts, faults.len() + 2, "{case}");
         assert_eq!(proxy.requests(), faults.len() + 2, "{case}: the proxy saw every attempt");
-        assert_eq!(
-            app.stored_items().await,
-            vec![json!({"owner": "alice", "id": 1, "name": "Fern", "tag": "green"})]
-        );
+        let stored = json!({"owner": "alice", "id": 1, "name": "Fern", "tag": "green"});
+        assert_eq!(app.stored_items().await, [stored]);
     }
 }
 
@@ -84,7 +82,7 @@ async fn persistent_faults_are_a_503_after_every_attempt_and_write_nothing() {
         ("server error", Fault::ServerError, BOUND),
     ] {
         let proxy = FaultProxy::start(&TestApp::dynamodb_url(), &[], fault).await;
-        let app = TestApp::with_store_endpoint_and_bound(&proxy.url, bound).await;
+        let app = TestApp::with_store(Some(&proxy.url), bound).await;
         let outcome = measure(case, &app, app.post(&bearer("alice"), PLANT)).await;
         assert_unavailable(case, &outcome);
         assert_eq!(outcome.attempts, MAX_ATTEMPTS as usize, "{case}");
@@ -94,13 +92,13 @@ async fn persistent_faults_are_a_503_after_every_attempt_and_write_nothing() {
         assert!(counts.iter().all(|count| count["plants"] == 0), "{case}: {counts:?}");
     }
     let proxy = FaultProxy::start(&TestApp::dynamodb_url(), &[], Fault::Throttle).await;
-    let app = TestApp::with_store_endpoint(&proxy.url).await;
+    let app = TestApp::with_store(Some(&proxy.url), BOUND).await;
     let outcome = measure("listing, throttled", &app, app.get(&bearer("alice"), "limit=5")).await;
     assert_unavailable("listing, throttled", &outcome);
     assert_eq!(outcome.attempts, MAX_ATTEMPTS as usize);
     // A port that was just free: nothing listens there.
     let closed = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap();
-    let app = TestApp::with_store_endpoint(&format!("http://{closed}")).await;
+    let app = TestApp::with_store(Some(&format!("http://{closed}")), BOUND).await;
     let outcome = measure("connection refused", &app, app.post(&bearer("alice"), PLANT)).await;
     assert_unavailable("connection refused", &outcome);
     assert_eq!(outcome.attempts, MAX_ATTEMPTS as usize);
@@ -112,7 +110,7 @@ async fn an_unexpected_service_error_is_a_generic_500_not_retried_that_keeps_no_
     // it does not retry: nothing was written, so the place goes back.
     let first = [Fault::PassThrough, Fault::UnexpectedError];
     let proxy = FaultProxy::start(&TestApp::dynamodb_url(), &first, Fault::PassThrough).await;
-    let app = TestApp::with_store_endpoint(&proxy.url).await;
+    let app = TestApp::with_store(Some(&proxy.url), BOUND).await;
     let outcome = measure("unexpected error", &app, app.post(&bearer("alice"), PLANT)).await;
     outcome.response.assert_error(500, "unexpected error");
     let body = outcome.response.body.to_string();
@@ -191,7 +189,7 @@ async fn every_operation_ends_inside_the_budget_when_its_next_call_hangs() {
         let seeding = usize::try_from(seeded).unwrap() * if bound == 0 { 1 } else { 2 };
         let first = vec![Fault::PassThrough; seeding + calls_before];
         let proxy = FaultProxy::start(&TestApp::dynamodb_url(), &first, Fault::Hang).await;
-        let app = TestApp::with_store_endpoint_and_bound(&proxy.url, bound).await;
+        let app = TestApp::with_store(Some(&proxy.url), bound).await;
         for id in 1..=seeded {
             app.create("alice", json!({"id": id, "name": format!("Plant {id}")})).await;
         }
@@ -217,7 +215,7 @@ async fn every_operation_ends_inside_the_budget_when_its_next_call_hangs() {
 #[tokio::test]
 async fn the_invocations_own_deadline_cuts_the_budget_short() {
     let proxy = FaultProxy::start(&TestApp::dynamodb_url(), &[], Fault::Hang).await;
-    let app = TestApp::with_store_endpoint(&proxy.url).await;
+    let app = TestApp::with_store(Some(&proxy.url), BOUND).await;
     let now_ms =
         std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_millis();
     let mut context = Context::default();

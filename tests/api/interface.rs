@@ -267,7 +267,7 @@ pub(crate) fn caller_key(authorization: &str) -> String {
 #[tokio::test]
 async fn the_template_grants_exactly_the_calls_the_store_makes_and_the_codes_bound() {
     let proxy = FaultProxy::start(&TestApp::dynamodb_url(), &[], Fault::PassThrough).await;
-    let app = TestApp::with_store_endpoint_and_bound(&proxy.url, 2).await;
+    let app = TestApp::with_store(Some(&proxy.url), 2).await;
     for plant in [(1, "Fern"), (1, "Ivy"), (2, "Ivy"), (3, "Moss")] {
         let body = format!(r#"{{"id": {}, "name": "{}"}}"#, plant.0, plant.1);
         app.post(&bearer("alice"), &body).await;

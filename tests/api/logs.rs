@@ -7,7 +7,7 @@ use serde_json::{Value, json};
 #[tokio::test]
 async fn each_request_logs_one_json_line_and_one_metrics_line() {
     // One plant per owner: the second is refused for the bound.
-    let app = TestApp::with_max_plants_per_owner(1).await;
+    let app = TestApp::with_store(None, 1).await;
     let vars = [("MAX_PLANTS_PER_OWNER", "1"), ("AWS_LAMBDA_LOG_FORMAT", "JSON")];
     let function = crate::start_function(&app, &vars).await;
     let valid = bearer("alice");

@@ -27,7 +27,7 @@ fn counts(owner_counts: &[(&str, u32)]) -> Vec<Value> {
 
 #[tokio::test]
 async fn thirty_two_racing_posts_for_the_last_place_store_exactly_one() {
-    let app = TestApp::with_max_plants_per_owner(MAX).await;
+    let app = TestApp::with_store(None, MAX).await;
     fill(&app, "alice", i64::from(MAX) - 1).await;
 
     let alice = bearer("alice");
@@ -49,7 +49,7 @@ async fn thirty_two_racing_posts_for_the_last_place_store_exactly_one() {
 
 #[tokio::test]
 async fn at_the_bound_a_retry_is_answered_and_a_new_plant_is_refused() {
-    let app = TestApp::with_max_plants_per_owner(MAX).await;
+    let app = TestApp::with_store(None, MAX).await;
     fill(&app, "alice", i64::from(MAX)).await;
     let alice = bearer("alice");
     let before = app.stored_items().await;
@@ -68,7 +68,7 @@ async fn at_the_bound_a_retry_is_answered_and_a_new_plant_is_refused() {
 
 #[tokio::test]
 async fn retries_and_conflicts_below_the_bound_count_nothing() {
-    let app = TestApp::with_max_plants_per_owner(MAX).await;
+    let app = TestApp::with_store(None, MAX).await;
     let alice = bearer("alice");
     fill(&app, "alice", 1).await;
     for _ in 0..MAX {
@@ -99,7 +99,7 @@ async fn set_count(app: &TestApp, owner: &str, plants: u32) {
 
 #[tokio::test]
 async fn recount_sets_every_count_to_the_plants_idempotently_and_only_when_applied() {
-    let app = TestApp::with_max_plants_per_owner(0).await;
+    let app = TestApp::with_store(None, 0).await;
     // Plants stored while the bound was off: no counts at all.
     fill(&app, "alice", 3).await;
     fill(&app, "bob", 1).await;

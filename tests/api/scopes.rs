@@ -30,13 +30,9 @@ fn bearer_with(claim: &str, value: Value) -> String {
 
 fn assert_insufficient_scope(response: &TestResponse, scope: &str) {
     response.assert_error(403, scope);
-    assert_eq!(
-        response.header("www-authenticate"),
-        Some(
-            format!(r#"Bearer realm="plants", error="insufficient_scope", scope="{scope}""#)
-                .as_str()
-        )
-    );
+    let challenge =
+        format!(r#"Bearer realm="plants", error="insufficient_scope", scope="{scope}""#);
+    assert_eq!(response.header("www-authenticate"), Some(challenge.as_str()));
 }
 
 const PLANT: &str = r#"{"id": 1, "name": "Fern"}"#;

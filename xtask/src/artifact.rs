@@ -51,9 +51,7 @@ pub(crate) fn sam_build() -> Result<Artifact> {
         run(Command::new("rustup").args(["target", "add", "aarch64-unknown-linux-gnu"]))?;
     }
     ensure_cargo_tool("cargo-auditable", "cargo-auditable", "0.7.5", Command::new("cargo"))?;
-    log!(
-        "sam build (arm64, provided.al2023, cargo lambda), each crate's rustc through cargo-auditable"
-    );
+    log!("sam build (arm64, provided.al2023, cargo lambda), rustc through cargo-auditable");
     let mut sam = Command::new("sam");
     sam.args(["build", "--template", "template.yaml", "--beta-features"]);
     // What `cargo auditable build` sets for the cargo it runs; here for the
@@ -90,10 +88,7 @@ fn check_dependency_list(bootstrap: &Path) -> Result {
         .filter_map(|package| package["name"].as_str())
         .collect();
     if !["plant-store", "aws-sdk-dynamodb", "rustls"].iter().all(|name| names.contains(name)) {
-        return Err(format!(
-            "the bootstrap's dependency list lacks the function's crates: {names:?}"
-        )
-        .into());
+        return Err(format!("the bootstrap's dependency list lacks its crates: {names:?}").into());
     }
     log!("the bootstrap carries its dependency list: {} crates", names.len());
     Ok(())

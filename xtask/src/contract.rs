@@ -19,7 +19,7 @@ use crate::stack::{Stack, debug_binary};
 /// operation, from `seed` (else the commit's), against the function behind
 /// cargo lambda's emulator.
 pub(crate) fn contract_test(max_examples: usize, seed: Option<u64>) -> Result {
-    let _scope = Scope::new();
+    let _scope = Scope::begin();
     ensure_python_tools()?;
     let mut stack = Stack::start(free_port(), None)?;
     let issuer = Issuer::generate(&[Algorithm::EdDSA]);
@@ -44,7 +44,7 @@ pub(crate) fn contract_test_through_sam_local(
     stack: &Stack,
     max_examples: usize,
 ) -> Result {
-    let _scope = Scope::new();
+    let _scope = Scope::begin();
     let issuer = Issuer::generate(&[Algorithm::EdDSA]);
     stack.create_table("contract-sam-plants")?;
     let env =
@@ -78,9 +78,7 @@ fn run_contract(
             format!("Schemathesis failed ({error}); reproduce with: {reproduce}").into()
         })
     };
-    log!(
-        "Schemathesis with a token (--checks all, seed {seed}, {max_examples} examples per operation)"
-    );
+    log!("Schemathesis with a token (--checks all, seed {seed}, {max_examples} per operation)");
     let authorization = format!("Authorization: Bearer {}", issuer.token("schemathesis", 3600));
     let mut arguments = vec!["-H", &authorization];
     if !thorough {

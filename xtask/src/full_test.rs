@@ -36,7 +36,7 @@ pub(crate) fn full_test(settings: &Settings) -> Result {
     interface::breaking_change_gate()?;
     let cargo_test_log = tools_dir().join("cargo-test.log");
     {
-        let _scope = Scope::new();
+        let _scope = Scope::begin();
         let stack = Stack::start(free_port(), None)?;
         cargo_test(&stack, &cargo_test_log)?;
         tests_by_name(&stack)?;
@@ -53,9 +53,7 @@ pub(crate) fn full_test(settings: &Settings) -> Result {
 
 /// The linters of the template, openapi.yaml, the workflows and the code.
 fn static_checks() -> Result {
-    log!(
-        "template: cfn-lint with the custom rules (tests/template-rules.txt), sam validate --lint"
-    );
+    log!("template: cfn-lint, its custom rules (tests/template-rules.txt), sam validate --lint");
     run(Command::new("cfn-lint").args([
         "--custom-rules",
         "tests/template-rules.txt",
@@ -98,9 +96,7 @@ fn dependency_checks(deny: &Path) -> Result {
     run(Command::new(deny).args("--workspace check licenses sources".split(' ')))?;
     run(Command::new(deny).args("--exclude-dev check bans".split(' ')))?;
     let Some(db) = std::env::var_os("PLANT_STORE_ADVISORY_DB") else {
-        log!(
-            "cargo-deny: advisories not checked here (PLANT_STORE_ADVISORY_DB is unset; the pipeline sets it)"
-        );
+        log!("cargo-deny: no advisories without PLANT_STORE_ADVISORY_DB (the pipeline's)");
         return Ok(());
     };
     log!("cargo-deny: advisories, from the database at {}", Path::new(&db).display());
@@ -216,13 +212,10 @@ mod tests {
              test result: ok. 3 passed; 0 failed; 0 ignored; 0 measured\n",
             MOTO_TESTS[0]
         );
-        assert_eq!(
-            summary(&log).unwrap(),
-            format!(
-                "cargo test: 10 passed, 1 ignored; run by name after it: {} passed",
-                MOTO_TESTS.len() + ARTIFACT_TESTS.len() + SAM_LOCAL_TESTS.len()
-            )
-        );
+        let by_name = MOTO_TESTS.len() + ARTIFACT_TESTS.len() + SAM_LOCAL_TESTS.len();
+        let expected =
+            format!("cargo test: 10 passed, 1 ignored; run by name after it: {by_name} passed");
+        assert_eq!(summary(&log).unwrap(), expected);
         let left_out = summary("test quota::slow ... ignored\n").unwrap_err().to_string();
         assert!(left_out.contains("quota::slow"));
     }

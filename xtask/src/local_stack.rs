@@ -40,9 +40,7 @@ fn local_stack(dynamodb_port: u16) -> Result<(Stack, Issuer)> {
 pub(crate) fn dev(api_port: u16, dynamodb_port: u16) -> Result {
     let (mut stack, issuer) = local_stack(dynamodb_port)?;
     stack.env.set("AWS_LAMBDA_LOG_FORMAT", "JSON");
-    log!(
-        "starting the function under cargo lambda watch on 127.0.0.1:{api_port} (first build takes a while)"
-    );
+    log!("the function under cargo lambda watch on 127.0.0.1:{api_port} (the first build is slow)");
     let function = stack.start_function(api_port)?;
     let dynamodb = stack.env.get("AWS_ENDPOINT_URL_DYNAMODB");
     print_welcome(&stack, &issuer, api_port, "", dynamodb)?;
@@ -55,9 +53,7 @@ pub(crate) fn sam_local(api_port: u16, dynamodb_port: u16) -> Result {
     let (stack, issuer) = local_stack(dynamodb_port)?;
     sam_build()?;
     let sam = SamLocal::prepare(stack.dynamodb_port)?;
-    log!(
-        "starting sam local start-api on 127.0.0.1:{api_port} (the first answer takes a few seconds)"
-    );
+    log!("sam local start-api on 127.0.0.1:{api_port} (the first answer takes seconds)");
     let api: Started = sam.start_api(&stack.env, api_port, &[], None)?;
     print_welcome(&stack, &issuer, api_port, " under sam local", &sam.dynamodb_url)?;
     api.wait()

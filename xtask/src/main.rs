@@ -26,7 +26,7 @@ fn main() -> ExitCode {
     }
     let flags = flags::Xtask::from_env_or_exit();
     stop_on_signals();
-    let scope = Scope::new();
+    let scope = Scope::begin();
     let result =
         std::env::set_current_dir(root()).map_err(Into::into).and_then(|()| task(flags.subcommand));
     drop(scope);

@@ -76,11 +76,8 @@ fn linux_only_apis_are_used_only_under_a_linux_gate() {
             }
         }
     }
-    assert!(
-        found.is_empty(),
-        "Linux-only APIs without cfg(target_os = \"linux\"):\n{}",
-        found.join("\n")
-    );
+    let found = found.join("\n");
+    assert!(found.is_empty(), "Linux-only APIs without cfg(target_os = \"linux\"):\n{found}");
 }
 
 #[test]

@@ -104,7 +104,7 @@ pub(crate) struct Setup {
 
 /// The benchmarks, as `settings` say.
 pub(crate) fn bench(settings: &Settings) -> Result {
-    let _scope = Scope::new();
+    let _scope = Scope::begin();
     build(settings)?;
     let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
     let setup = Setup::start(settings, &runtime)?;
@@ -112,9 +112,7 @@ pub(crate) fn bench(settings: &Settings) -> Result {
     let (rounds, warm) = (settings.rounds, settings.warm);
     log!("cold_start: {rounds} cold starts and {warm} warm requests per function");
     runtime.block_on(drive::cold_start(&setup, settings, extra, None))?;
-    log!(
-        "cold_start at the {MEMORY_MB} MB share of a CPU: {rounds} cold starts and {warm} warm requests per function"
-    );
+    log!("cold_start at the {MEMORY_MB} MB share of a CPU: as above");
     runtime.block_on(drive::cold_start(&setup, settings, Default::default(), Some(MEMORY_MB)))?;
 
     let missed = report::missed_targets(&setup.results_dir)?;
