@@ -284,8 +284,7 @@ fn tamper(authorization: &str) -> String {
     tampered
 }
 
-/// An HTTP(S) client of the API at a base URL (reqwest; HTTPS with the
-/// platform's verifier).
+/// An HTTP(S) client of the API at a base URL (reqwest).
 pub struct Api {
     base_url: String,
     client: reqwest::Client,

@@ -10,8 +10,7 @@ use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 
 use crate::acceptance::{self, Report};
 
-/// The shortest password the suite sets: far beyond guessing, and within
-/// every pool's maximum.
+/// The suite's shortest password: beyond guessing, within every pool's maximum.
 const PASSWORD_LENGTH: usize = 64;
 
 pub struct TestUsers {
@@ -133,8 +132,7 @@ pub async fn run_as_test_users(
     Ok(report)
 }
 
-/// A failed call of the administrator API, with its chain of causes (as
-/// `recount` reports its failures).
+/// A failed call of the administrator API, with its chain of causes.
 fn failed<E: std::error::Error>(doing: &str) -> impl Fn(E) -> String {
     move |error| format!("{doing} failed: {}", DisplayErrorContext(error))
 }

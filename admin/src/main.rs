@@ -1,5 +1,4 @@
-//! `plant-store-admin`, the operator's commands, never deployed:
-//! `create-table`, `acceptance`, `recount` (`--help` says each).
+//! `plant-store-admin`: the operator's commands (`--help`), never deployed.
 
 use std::{env, process};
 

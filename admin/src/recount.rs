@@ -51,8 +51,7 @@ pub async fn recount(
     Ok(summary)
 }
 
-/// Every owner's plants, and every owner that has a count, by a paged scan
-/// of the keys.
+/// Every owner's plants and count, by a paged scan of the keys.
 async fn count_all(client: &Client, table: &str) -> Result<BTreeMap<String, u64>, String> {
     let [owner_key, id_key] = [TABLE_KEY[0].name, TABLE_KEY[1].name];
     let mut owners = BTreeMap::new();

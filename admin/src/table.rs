@@ -7,8 +7,7 @@ use aws_sdk_dynamodb::operation::create_table::CreateTableError;
 use aws_sdk_dynamodb::types::{AttributeDefinition, BillingMode, KeySchemaElement};
 use plant_store::store::layout::TABLE_KEY;
 
-/// Creates `table` on demand (pay per request). A table that already exists
-/// is left as it is.
+/// Creates `table` on demand (pay per request), unless it exists.
 pub async fn create_table(client: &Client, table: &str) -> Result<(), String> {
     let mut request =
         client.create_table().table_name(table).billing_mode(BillingMode::PayPerRequest);

@@ -37,8 +37,7 @@ fn claim(bytes: &[u8]) -> Value {
         .unwrap_or_else(|_| Value::String(String::from_utf8_lossy(bytes).into_owned()))
 }
 
-/// What the contract says the claims grant, written independently of the
-/// function's code.
+/// What the contract says the claims grant, apart from the function's code.
 fn grants_read(scope: &Value, scp: &Value) -> bool {
     let in_list =
         |value: &Value| value.as_str().is_some_and(|list| list.split(' ').any(|s| s == READ));

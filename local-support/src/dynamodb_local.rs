@@ -58,8 +58,7 @@ pub fn start(port: u16, data_dir: Option<&Path>) -> Result<(String, Started)> {
     Ok((url, dynamodb))
 }
 
-/// The command that runs DynamoDB Local in the foreground on
-/// 127.0.0.1:`port`: in memory, or with its data in `data_dir`.
+/// DynamoDB Local's command on 127.0.0.1:`port`, in memory or in `data_dir`.
 fn command(port: u16, data_dir: Option<&Path>) -> Result<Command> {
     ensure_installed()?;
     let dir = install_dir();

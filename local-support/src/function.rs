@@ -1,5 +1,4 @@
-//! The function on this machine: its environment, as the SAM template
-//! gives it in AWS, and how to tell that it answers.
+//! The function here: its environment, as in AWS, and when it answers.
 
 use std::process::Command;
 use std::time::Duration;

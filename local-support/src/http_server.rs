@@ -1,5 +1,4 @@
-//! The stand-ins' one HTTP/1.1 server: hyper on 127.0.0.1, a task per
-//! connection.
+//! The stand-ins' one HTTP/1.1 server: hyper on 127.0.0.1.
 
 use std::convert::Infallible;
 use std::future::Future;
@@ -49,8 +48,7 @@ pub async fn listen() -> (TcpListener, String) {
     (listener, address)
 }
 
-/// Serves every connection of `listener` with `handler` until the returned
-/// task is aborted.
+/// Serves `listener` with `handler` until the returned task is aborted.
 pub fn serve<H, F>(listener: TcpListener, handler: H) -> JoinHandle<()>
 where
     H: Fn(Request<Incoming>) -> F + Send + Sync + 'static,

@@ -16,8 +16,7 @@ use jsonwebtoken::jwk::{CommonParameters, Jwk, JwkSet, PublicKeyUse, ThumbprintH
 use jsonwebtoken::{EncodingKey, Header};
 use serde_json::json;
 
-/// A private signing key with its public JWK. The `kid` is the key's RFC 7638
-/// thumbprint, so the same key always gets the same `kid`.
+/// A private signing key and its public JWK, its `kid` the RFC 7638 thumbprint.
 pub struct SigningKey {
     algorithm: Algorithm,
     pkcs8_pem: String,
@@ -127,13 +126,11 @@ impl SigningKey {
     }
 }
 
-/// The `iss` and `aud` of every local token, and so the function's
-/// `AUTH_ISSUER` and `AUTH_AUDIENCE` wherever it runs here.
+/// Every local token's `iss` and `aud`: the function's here.
 pub const ISSUER: &str = "https://plant-store.local";
 pub const AUDIENCE: &str = "plant-store";
 
-/// An issuer on this machine: its keys (the first signs; all are
-/// published) for [`ISSUER`] and [`AUDIENCE`].
+/// An issuer here: its keys (the first signs, all are published).
 pub struct Issuer {
     pub keys: Vec<SigningKey>,
 }

@@ -13,8 +13,7 @@ use process_wrap::std::{ChildWrapper, CommandWrap, ProcessGroup};
 
 use crate::Result;
 
-/// One progress line on stderr, with the time of day (UTC), so that a run's
-/// log shows what each step costs.
+/// A progress line on stderr with the time of day: what each step costs.
 pub fn log(message: &str) {
     let seconds = UNIX_EPOCH.elapsed().unwrap().as_secs() % 86_400;
     let (hours, minutes, seconds) = (seconds / 3600, seconds / 60 % 60, seconds % 60);
@@ -42,8 +41,7 @@ pub fn run(command: &mut Command) -> Result {
     check(command, status, &[])
 }
 
-/// Runs `command`, its stdout printed and also written to `log_file`; an
-/// error unless it succeeds.
+/// Runs `command`, its stdout printed and written to `log_file`.
 pub fn run_logged(command: &mut Command, log_file: &Path) -> Result {
     use std::io::{BufRead, BufReader};
     let mut child = match command.stdout(Stdio::piped()).spawn() {
@@ -60,8 +58,7 @@ pub fn run_logged(command: &mut Command, log_file: &Path) -> Result {
     check(command, status, &[])
 }
 
-/// Runs `command` and returns what it printed on stdout (trimmed); an error,
-/// with what it printed on stderr, unless it succeeds.
+/// Runs `command`: its stdout trimmed, or an error with its stderr.
 pub fn output(command: &mut Command) -> Result<String> {
     let (status, stdout, stderr) = match command.stderr(Stdio::piped()).output() {
         Ok(output) => (Ok(output.status), output.stdout, output.stderr),
@@ -123,8 +120,7 @@ impl Drop for Scope {
 /// Set when a signal ends the task: what stops then is expected to.
 static STOPPING: AtomicBool = AtomicBool::new(false);
 
-/// Makes Ctrl-C (SIGINT), SIGTERM and SIGHUP run the clean-ups and then end
-/// the task (status 130). Call first in `main`.
+/// Makes SIGINT, SIGTERM and SIGHUP run the clean-ups, then exit 130.
 pub fn stop_on_signals() {
     let stop = || {
         STOPPING.store(true, SeqCst);

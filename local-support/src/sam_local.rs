@@ -47,7 +47,8 @@ impl SamLocal {
     pub fn prepare(dynamodb_port: u16) -> Result<Self> {
         let mut sam = ensure_container_engine()?;
         ensure_arm64_emulation()?;
-        if debian_packages_at_hand() {
+        // The base image is made from Debian's packages, where apt-get has them.
+        if cfg!(target_os = "linux") && succeeds(Command::new("apt-get").arg("--version")) {
             sam.image = Some(sam.ensure_lambda_base_image()?);
         } else {
             log!("no Debian packages here: sam local pulls AWS's provided.al2023 image once");
@@ -301,12 +302,6 @@ fn ensure_container_engine() -> Result<SamLocal> {
     Err("no container engine answers: start Docker Desktop, Colima or Docker Engine \
          (on Linux as root, scripts/test starts Debian's)"
         .into())
-}
-
-/// Whether Debian's packages can be fetched here (the base image is made
-/// from them).
-fn debian_packages_at_hand() -> bool {
-    cfg!(target_os = "linux") && succeeds(Command::new("apt-get").arg("--version"))
 }
 
 /// Debian's container engine, unpacked into .tools/engine on first use.

@@ -90,8 +90,7 @@ pub fn ensure_oidc_provider() -> Result<PathBuf> {
     Ok(script)
 }
 
-/// The packages `local-support/NAME/package-lock.json` pins, in `prefix`,
-/// reinstalled only when the lock file changes.
+/// What `local-support/NAME/package-lock.json` pins, in `prefix`, once.
 fn npm_install(name: &str, prefix: &Path) -> Result {
     let pinned = root().join("local-support").join(name);
     let lock = std::fs::read(pinned.join("package-lock.json"))?;
@@ -172,8 +171,7 @@ pub fn unpack_debian_packages(destination: &Path, packages: &[&str]) -> Result {
     Ok(())
 }
 
-/// A new empty folder in the system's temporary folder (short paths, for
-/// Unix sockets), removed with what it holds when dropped.
+/// A new temporary folder (a short path, for sockets), removed when dropped.
 pub fn temp_dir(prefix: &str) -> Result<tempfile::TempDir> {
     Ok(tempfile::Builder::new().prefix(&format!("plant-store-{prefix}.")).tempdir()?)
 }

@@ -1,5 +1,4 @@
-//! The tests' DynamoDB Local and clients: the production configuration,
-//! pointed at DynamoDB Local, with every request counted.
+//! The tests' DynamoDB Local, and clients configured as in production.
 
 use std::sync::atomic::{AtomicU32, AtomicUsize, Ordering};
 use std::sync::{Arc, OnceLock};

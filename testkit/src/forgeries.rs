@@ -56,8 +56,7 @@ fn signed_as(header: &Header, pem: &str) -> String {
     jsonwebtoken::encode(header, &claims("alice"), &key).unwrap()
 }
 
-/// Valid claims whose signature, algorithm or key is not one the key set
-/// publishes.
+/// Valid claims whose signature, algorithm or key the key set does not publish.
 fn forged_signatures() -> Vec<(&'static str, String)> {
     let published = keys().eddsa();
     let published_kid = header_with_kid(Algorithm::EdDSA, Some(published.kid()));
@@ -110,8 +109,7 @@ fn forged_signatures() -> Vec<(&'static str, String)> {
     ]
 }
 
-/// Headers that the verifier must refuse, over valid claims signed with a
-/// published key.
+/// Headers the verifier must refuse, over claims a published key signed.
 fn refused_headers() -> Vec<(&'static str, String)> {
     let published = keys().eddsa();
     // RFC 7515, section 4.1.11: an extension the verifier does not

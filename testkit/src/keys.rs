@@ -9,8 +9,7 @@ use plant_store::config::{AccessTokenRule, TokenRules};
 use plant_store::jwks::KeySource;
 use plant_store_local_support::keys::{AUDIENCE, ISSUER, Issuer, SigningKey};
 
-/// Keys generated once per test binary: one per accepted algorithm, all
-/// published in the JWKS the function is configured with.
+/// Keys made once per test binary, one per accepted algorithm, all published.
 pub struct TestKeys {
     pub issuer: Issuer,
     pub jwks: String,

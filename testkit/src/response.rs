@@ -76,8 +76,7 @@ pub async fn assert_accepted(app: &TestApp, authorization: &str, case: &str) {
     assert_eq!(response.status, 200, "{case}: {}", response.body);
 }
 
-/// Asserts that a POST with this Authorization gets 401 with the given
-/// challenge and a message that does not echo the token, and writes nothing.
+/// A POST with this Authorization gets 401 with `challenge`, echoes no token, writes nothing.
 pub async fn assert_refused(app: &TestApp, authorization: &str, challenge: &str, case: &str) {
     let response = app.post(authorization, r#"{"id": 1, "name": "Fern"}"#).await;
     assert_eq!(response.status, 401, "{case}: {}", response.body);

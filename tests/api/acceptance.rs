@@ -66,8 +66,7 @@ async fn the_acceptance_suite_names_the_rule_an_api_breaks() {
     assert!(!broken.to_string().contains(&alice));
 }
 
-/// The function in Cognito mode for `pool`: its tokens' issuer, its app
-/// client, and its keys fetched from the pool's JWKS URL.
+/// The function in Cognito mode for `pool`, its keys from the pool's JWKS URL.
 async fn cognito_app(moto: &MotoCognito, pool: &Pool) -> TestApp {
     let access = AccessTokenRule::Cognito(vec![pool.client_id.clone()]);
     let rules = TokenRules { issuer: pool.issuer(), audience: None, access, scopes: None };

@@ -16,12 +16,10 @@ use serde_json::{Value, json};
 /// passes the 1 s attempt timeout (a rightful 503): they take turns.
 static ONE_AT_A_TIME: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
 
-/// Requests in flight at once in one execution environment, as Lambda
-/// Managed Instances would be configured (`PerExecutionEnvironmentMaxConcurrency`).
+/// `PerExecutionEnvironmentMaxConcurrency`, as Managed Instances are configured.
 const MAX_CONCURRENCY: usize = 8;
 
-/// The function's binary for `app`'s table, with JSON logs at INFO, and
-/// `AWS_LAMBDA_MAX_CONCURRENCY` when given.
+/// The function's binary, JSON logs at INFO, `AWS_LAMBDA_MAX_CONCURRENCY` if given.
 async fn start_function(
     app: &TestApp,
     max_concurrency: Option<usize>,
@@ -63,8 +61,7 @@ enum Kind {
     Forged,
 }
 
-/// 64 requests of every kind, interleaved so that each batch the function
-/// takes is a mix.
+/// 64 requests of every kind, interleaved: each batch the function takes a mix.
 fn mixed_requests() -> Vec<(Kind, String)> {
     let mut requests = Vec::new();
     let bob = bearer("bob");
@@ -96,14 +93,7 @@ fn mixed_requests() -> Vec<(Kind, String)> {
     (0..64).map(|n| requests[(n * 27) % 64].clone()).collect()
 }
 
-async fn seed_alice(app: &TestApp) {
-    for (id, name) in [(1, "Fern"), (2, "Aloe"), (3, "Ivy")] {
-        app.create("alice", json!({"id": id, "name": name})).await;
-    }
-}
-
-/// Each answer is the contract's for its kind of request, and the table
-/// afterwards holds exactly what the accepted requests wrote.
+/// Each answer the contract's for its kind; the table what the accepted wrote.
 async fn assert_contract_answers(app: &TestApp, answers: &[(Kind, TestResponse)]) {
     let mut conflict_winner = None;
     let mut statuses: BTreeMap<String, BTreeMap<u16, usize>> = BTreeMap::new();
@@ -179,7 +169,9 @@ fn assert_one_whole_line_per_request(function: &LambdaProcess, invoked: &[Invoke
 /// answer, the table and the log checked; the most held at once.
 async fn serve_the_mix(max_concurrency: Option<usize>) -> usize {
     let app = TestApp::new().await;
-    seed_alice(&app).await;
+    for (id, name) in [(1, "Fern"), (2, "Aloe"), (3, "Ivy")] {
+        app.create("alice", json!({"id": id, "name": name})).await;
+    }
     let function = start_function(&app, max_concurrency, &[]).await;
     let (kinds, events): (Vec<Kind>, Vec<String>) = mixed_requests().into_iter().unzip();
 

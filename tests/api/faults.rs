@@ -23,8 +23,7 @@ struct Outcome {
     attempts: usize,
 }
 
-/// Sends one request and reports its status, time and the SDK's attempts
-/// (counted by the store client's interceptor).
+/// Sends one request: its answer, time and the SDK's attempts.
 async fn measure(
     case: &str,
     app: &TestApp,

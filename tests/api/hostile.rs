@@ -32,8 +32,7 @@ fn get(query: &str) -> String {
         .event()
 }
 
-/// A real API Gateway REST (v1) event from events/ whose body is
-/// base64-encoded, as Lambda delivers binary payloads.
+/// A REST API event from events/ with this body base64-encoded, as binary.
 fn binary_post(bytes: &[u8]) -> String {
     use base64::Engine;
     let path = concat!(env!("CARGO_MANIFEST_DIR"), "/events/rest-api/create-plant.json");

@@ -94,8 +94,7 @@ fn gateway_answers(template: &Value) -> Vec<(String, u64, Value)> {
     answers
 }
 
-/// The function's error each example in lower case shows (but the HTTP
-/// API's own, `http_api`).
+/// The function's error each lowercase example (but `http_api`) shows.
 fn function_errors() -> Vec<(&'static str, ApiError)> {
     let id = NewPlant::from_json(br#"{"id": 7, "name": "Fern"}"#).unwrap().id;
     let (method, path) = ("DELETE".to_owned(), "/plants".to_owned());

@@ -1,5 +1,4 @@
-//! The integration tests, one binary (one link of the AWS SDK) with a module
-//! per area.
+//! The integration tests: one binary (one link of the SDK), a module an area.
 
 // The handler's future nests a span per step: deeper than rustc's default
 // for the layout of the tests' futures that await it.
@@ -31,8 +30,7 @@ pub fn bootstrap_command() -> Vec<String> {
     }
 }
 
-/// The function's `bootstrap` under the Runtime API stand-in, for `app`'s
-/// table, with these variables beside the ones it always gets.
+/// The function's `bootstrap` under the Runtime API stand-in, with `vars`.
 pub async fn start_function(
     app: &plant_store_testkit::TestApp,
     vars: &[(&str, &str)],

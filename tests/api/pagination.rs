@@ -32,8 +32,7 @@ async fn get_path(app: &TestApp, owner: &str, path_and_query: &str) -> TestRespo
     app.send(request).await
 }
 
-/// Follows `next` from the first page; returns every name seen, page sizes,
-/// and the most DynamoDB calls any one page took.
+/// Follows `next`: every name seen, the page sizes, the most calls a page.
 async fn follow_pages(app: &TestApp, owner: &str, limit: usize) -> (Vec<Value>, Vec<usize>, usize) {
     let mut names = Vec::new();
     let mut sizes = Vec::new();

@@ -83,8 +83,7 @@ async fn retries_and_conflicts_below_the_bound_count_nothing() {
     app.post(&alice, &plant(99)).await.assert_error(409, &format!("maximum of {MAX} plants"));
 }
 
-/// Sets `owner`'s count straight in the table, as a crash or an earlier
-/// build could have left it.
+/// Sets `owner`'s count in the table, as a crash could have left it.
 async fn set_count(app: &TestApp, owner: &str, plants: u32) {
     app.client
         .update_item()

@@ -27,20 +27,16 @@ async fn wait_out(interval: Duration) {
     tokio::time::sleep(interval + Duration::from_millis(100)).await;
 }
 
-/// The remote key source as `main` builds it, with these intervals.
-fn remote_source(server: &KeyServer, refresh: KeyRefresh) -> KeySource {
-    let url = server.jwks_url.clone();
-    let https = Https::new(&TrustConfig::default()).unwrap();
-    KeySource::from_config(&KeyConfig::Url { url, refresh, loopback_http: true }, &https).unwrap()
-}
-
 /// The app as production starts it: the first fetch at init (`prepare`).
 async fn remote_app(server: &KeyServer) -> TestApp {
     remote_app_with(server, REFRESH).await
 }
 
 async fn remote_app_with(server: &KeyServer, refresh: KeyRefresh) -> TestApp {
-    let keys = remote_source(server, refresh);
+    // The remote key source as `main` builds it, with these intervals.
+    let (url, https) = (server.jwks_url.clone(), Https::new(&TrustConfig::default()).unwrap());
+    let config = KeyConfig::Url { url, refresh, loopback_http: true };
+    let keys = KeySource::from_config(&config, &https).unwrap();
     let app = TestApp::with_verifier(Verifier::new(keys, &token_rules())).await;
     app.api.prepare().await;
     app

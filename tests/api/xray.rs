@@ -18,8 +18,7 @@ fn trace_field(invoked: &Invoked, name: &str) -> String {
     header.filter_map(|field| field.strip_prefix(name)).next().unwrap().to_owned()
 }
 
-/// The function's binary for `app`'s table, sending to `daemon`, with its
-/// DynamoDB calls through `store_endpoint` when given, and `extra` settings.
+/// The function's binary, sending to `daemon`, through `store_endpoint` if given.
 async fn start_function(
     app: &TestApp,
     daemon: &XRayDaemon,
@@ -34,8 +33,7 @@ async fn start_function(
     crate::start_function(app, &[vars.as_slice(), extra].concat()).await
 }
 
-/// The `count` documents of `invoked`'s trace, each a subsegment of the
-/// invocation's own `Parent`.
+/// The `count` documents of `invoked`'s trace, each under its `Parent`.
 async fn documents_of(daemon: &XRayDaemon, invoked: &Invoked, count: usize) -> Vec<Value> {
     let root = trace_field(invoked, "Root=");
     let of_this = |document: &&Value| document["trace_id"] == root.as_str();

@@ -34,15 +34,13 @@ pub(crate) fn check_no_jitter_entropy(profile_dir: &Path) -> Result {
     Ok(())
 }
 
-/// What `sam build` makes: the arm64 `bootstrap`, and its zip as `sam
-/// deploy` uploads it.
+/// The arm64 `bootstrap` `sam build` makes, and its zip as `sam deploy` uploads it.
 pub(crate) struct Artifact {
     pub bootstrap: PathBuf,
     pub zip: PathBuf,
 }
 
-/// `sam build`, checked: its aws-lc-sys built without the jitter entropy
-/// source; the bootstrap is replayed under qemu-user by the tests.
+/// `sam build`, its aws-lc-sys checked to be without jitter entropy.
 pub(crate) fn sam_build() -> Result<Artifact> {
     ensure_python_tools()?;
     let targets = output(Command::new("rustup").args(["target", "list", "--installed"]))?;
@@ -75,8 +73,7 @@ pub(crate) fn sam_build() -> Result<Artifact> {
     Ok(Artifact { bootstrap, zip })
 }
 
-/// Fails unless `bootstrap` carries its dependency list as cargo-auditable
-/// writes it, naming the function and the crates it is built from.
+/// Fails unless `bootstrap` carries cargo-auditable's dependency list.
 fn check_dependency_list(bootstrap: &Path) -> Result {
     let json = auditable_info::json_from_file(bootstrap, Default::default())
         .map_err(|error| format!("the bootstrap carries no dependency list: {error}"))?;

@@ -38,7 +38,9 @@ pub(crate) fn full_test(settings: &Settings) -> Result {
     {
         let _scope = Scope::begin();
         let stack = Stack::start(free_port(), None)?;
-        cargo_test(&stack, &cargo_test_log)?;
+        log!("cargo test, against the stack's DynamoDB Local");
+        let mut cargo = stack.env.command("cargo");
+        run_logged(cargo.args(["test", "--workspace", "--locked"]), &cargo_test_log)?;
         tests_by_name(&stack)?;
     }
     log!("contract tests against the function behind cargo lambda's emulator");
@@ -105,14 +107,6 @@ fn dependency_checks(deny: &Path) -> Result {
     let _ = std::fs::remove_dir_all(&copy);
     run(Command::new("git").args(["clone", "--quiet"]).arg(&db).arg(&copy))?;
     run(Command::new(deny).args("--offline --workspace check advisories".split(' ')))
-}
-
-/// `cargo test` against `stack`'s DynamoDB Local, its output in
-/// `cargo_test_log`.
-fn cargo_test(stack: &Stack, cargo_test_log: &Path) -> Result {
-    log!("cargo test");
-    let mut cargo = stack.env.command("cargo");
-    run_logged(cargo.args(["test", "--workspace", "--locked"]), cargo_test_log)
 }
 
 /// By name, what `cargo test` ignored, each with what it needs: moto, the

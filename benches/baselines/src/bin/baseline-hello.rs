@@ -1,5 +1,4 @@
-//! The init floor of any Rust Lambda: the bare `lambda_runtime` loop that
-//! answers every event with a fixed API Gateway response.
+//! The init floor of any Rust Lambda: a bare `lambda_runtime` loop.
 
 use lambda_runtime::{Error, LambdaEvent, service_fn};
 use serde_json::{Value, json};
