@@ -16,6 +16,11 @@ use plant_store::https::Https;
 use plant_store::jwks::KeySource;
 use plant_store::store::{PlantStore, client_config};
 
+/// mimalloc: a warm request's CPU is 13 to 19 % lower than with glibc's
+/// malloc (docs/performance.md).
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 /// One request at a time (classic Lambda): a current-thread runtime, which
 /// pays no wake-ups of a second worker; several at once (Lambda Managed
 /// Instances): a worker per vCPU.
