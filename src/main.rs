@@ -16,8 +16,7 @@ use plant_store::https::Https;
 use plant_store::jwks::KeySource;
 use plant_store::store::{PlantStore, client_config};
 
-/// mimalloc: a warm request's CPU is 13 to 19 % lower than with glibc's
-/// malloc (docs/performance.md).
+/// mimalloc: less CPU per request than glibc's malloc (docs/performance.md).
 #[global_allocator]
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 

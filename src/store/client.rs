@@ -29,8 +29,9 @@ const ATTEMPT_TIMEOUT: Duration = Duration::from_secs(1);
 pub const MAX_ATTEMPTS: u32 = 3;
 const INITIAL_BACKOFF: Duration = Duration::from_millis(50);
 const MAX_BACKOFF: Duration = Duration::from_millis(500);
-/// The most a call, attempts and backoff included, and a request's store
-/// work, all its calls together (`super::Deadline`), may take.
+/// The most a request's store work, all its calls, attempts and backoff
+/// together, may take (`super::Deadline`; the SDK's own operation timeout
+/// would be a second timer on every call for the same bound).
 pub const STORE_BUDGET: Duration = Duration::from_millis(3500);
 
 /// The DynamoDB client's configuration: to `endpoint` (`None`: the
@@ -44,7 +45,7 @@ pub async fn client_config(https: &Https, endpoint: Option<&str>) -> aws_sdk_dyn
         .region(region)
         .credentials_provider(EnvironmentVariableCredentialsProvider::new())
         .http_client(https.sdk_http_client())
-        // The attempt and operation timeouts bound a stalled call already;
+        // The attempt timeout and the request's deadline bound a stalled call;
         // the SDK's throughput monitor cost ~3 % of a request's CPU.
         .stalled_stream_protection(StalledStreamProtectionConfig::disabled())
         .interceptor(WithoutSdkHeaders);
@@ -56,12 +57,7 @@ pub async fn client_config(https: &Https, endpoint: Option<&str>) -> aws_sdk_dyn
                 .with_initial_backoff(INITIAL_BACKOFF)
                 .with_max_backoff(MAX_BACKOFF),
         )
-        .timeout_config(
-            TimeoutConfig::builder()
-                .operation_attempt_timeout(ATTEMPT_TIMEOUT)
-                .operation_timeout(STORE_BUDGET)
-                .build(),
-        )
+        .timeout_config(TimeoutConfig::builder().operation_attempt_timeout(ATTEMPT_TIMEOUT).build())
         .build()
 }
 

@@ -13,7 +13,7 @@ use plant_store_testkit::{
 };
 use serde_json::{Value, json};
 
-/// Well inside the function's 10 s timeout: the SDK's operation timeout is 3.5 s.
+/// Well inside the function's 10 s timeout: a request's store work has `STORE_BUDGET`.
 const ANSWER_WITHIN: Duration = Duration::from_millis(4500);
 const PLANT: &str = r#"{"id": 1, "name": "Fern", "tag": "green"}"#;
 
