@@ -24,10 +24,14 @@ pub mod limits {
     pub const LIMIT_DEFAULT: usize = 100;
     /// Request bodies larger than this are refused with 413.
     pub const MAX_BODY_BYTES: usize = 16 * 1024;
-    /// Real tokens weigh up to ~2 KiB: far larger is refused undecoded.
-    pub const MAX_TOKEN_BYTES: usize = 8 * 1024;
     /// Clock skew tolerated on a token's `exp` and `nbf`, in seconds.
     pub const TOKEN_LEEWAY_SECONDS: u64 = 30;
+    /// What AWS WAF inspects of a request's headers: more, and the firewall
+    /// may have keyed a request without its `Authorization`
+    /// (docs/contract.md); each counted as HTTP/1.1 writes it. It bounds a
+    /// token too (real ones weigh up to ~2 KiB).
+    pub const MAX_HEADERS: usize = 200;
+    pub const MAX_HEADER_BYTES: usize = 8 * 1024;
     /// A subject's bytes: the owner is a DynamoDB partition key (2,048 at most).
     pub const MAX_SUBJECT_BYTES: usize = 512;
     /// The most characters of a client's own text (a method, a header

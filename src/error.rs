@@ -8,7 +8,7 @@ use lambda_http::http::header::{RETRY_AFTER, WWW_AUTHENTICATE};
 use lambda_http::http::{HeaderName, HeaderValue, StatusCode};
 
 use crate::auth::AuthError;
-use crate::domain::limits::{LIMIT_MAX, MAX_BODY_BYTES, echoed};
+use crate::domain::limits::{LIMIT_MAX, MAX_BODY_BYTES, MAX_HEADER_BYTES, MAX_HEADERS, echoed};
 use crate::domain::{PlantError, PlantId};
 use crate::store::StoreError;
 
@@ -24,6 +24,10 @@ pub enum ApiError {
     UnreadableRequest(&'static str),
     #[error("The request header `{0}` has a value that HTTP does not allow.")]
     UnreadableHeader(String),
+    #[error(
+        "The request has more headers than the API inspects: at most {MAX_HEADERS} headers of {MAX_HEADER_BYTES} bytes in all."
+    )]
+    HeadersUninspected,
     #[error("{0}")]
     InvalidBody(#[from] PlantError),
     #[error("The query parameter `{0}` must be given at most once.")]
@@ -106,6 +110,7 @@ impl ApiError {
             Self::MethodNotAllowed { .. } => (Status::METHOD_NOT_ALLOWED, None),
             Self::Conflict(_) | Self::TooManyPlants(_) => (Status::CONFLICT, None),
             Self::PayloadTooLarge => (Status::PAYLOAD_TOO_LARGE, None),
+            Self::HeadersUninspected => (Status::REQUEST_HEADER_FIELDS_TOO_LARGE, None),
             Self::UnsupportedMediaType => (Status::UNSUPPORTED_MEDIA_TYPE, None),
             Self::Internal(_) => (Status::INTERNAL_SERVER_ERROR, None),
         }

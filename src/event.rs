@@ -17,9 +17,8 @@ use lambda_http::aws_lambda_events;
 use lambda_http::http::{HeaderMap, HeaderName, HeaderValue, Method, Uri};
 use percent_encoding::{AsciiSet, NON_ALPHANUMERIC, utf8_percent_encode};
 use serde::{Deserialize, Serialize};
-use serde_json::value::RawValue;
 
-use crate::domain::limits::MAX_ECHOED_CHARS;
+use crate::domain::limits::{MAX_ECHOED_CHARS, MAX_HEADER_BYTES, MAX_HEADERS};
 use crate::error::ApiError;
 
 /// The event as the Runtime API hands it over: any JSON, kept as text, so
@@ -97,10 +96,9 @@ struct Event<'a> {
     query_string_parameters: Option<Pairs<'a, Text<'a>>>,
     #[serde(borrow)]
     multi_value_query_string_parameters: Option<Pairs<'a, Vec<Text<'a>>>>,
-    /// Read only without `headers` (which a REST API sends beside it, each
-    /// name's last value).
+    /// A REST API's every value of each header (its `headers`: the last).
     #[serde(borrow)]
-    multi_value_headers: Option<&'a RawValue>,
+    multi_value_headers: Option<Pairs<'a, Vec<Option<Text<'a>>>>>,
     /// Payload format 2.0 (HTTP APIs, function URLs): the path and query.
     #[serde(borrow)]
     raw_path: Option<Cow<'a, str>>,
@@ -190,11 +188,7 @@ impl<'a> Event<'a> {
         let mut request = Request::new(body(self.body, self.is_base64_encoded)?);
         *request.method_mut() = method;
         *request.uri_mut() = uri(&route, &query)?;
-        let multi = match (&self.headers, self.multi_value_headers) {
-            (None, Some(multi)) => serde_json::from_str(multi.get()).map_err(|_| not_an_event())?,
-            _ => None,
-        };
-        *request.headers_mut() = headers(self.headers, multi)?;
+        *request.headers_mut() = headers(self.headers, self.multi_value_headers)?;
         request.extensions_mut().insert(ClientPath(encoded(sent.unwrap_or(raw), PATH_ESCAPED)));
         Ok(request)
     }
@@ -220,23 +214,23 @@ fn query_string<'a>(
     query.finish()
 }
 
-/// The request's headers: the single-value ones, or without them the
-/// multi-value ones; a name once. Every name and value must be one HTTP can
-/// carry (no control characters; names are tokens).
+/// The request's headers: every value the event holds, in either map and
+/// under any spelling of a name, once (docs/contract.md: the function reads
+/// every value the firewall may have keyed). Every name and value must be
+/// one HTTP can carry (no control characters; names are tokens), and the
+/// whole within what AWS WAF inspects.
 fn headers<'a>(
     single: Option<Pairs<'a, Option<Text<'a>>>>,
     multi: Option<Pairs<'a, Vec<Option<Text<'a>>>>>,
 ) -> Result<HeaderMap, ApiError> {
     let mut headers = HeaderMap::new();
-    let single = single.into_iter().flatten().map(|(name, value)| (name, vec![value]));
-    let multi = multi.into_iter().flatten();
-    for (name, values) in single.chain(multi) {
+    // `headers` repeats a value of `multiValueHeaders`, or adds one.
+    let multi = multi.into_iter().flatten().map(|(name, values)| (name, values, false));
+    let single = single.into_iter().flatten().map(|(name, value)| (name, vec![value], true));
+    for (name, values, repeated) in multi.chain(single) {
         let header = HeaderName::from_bytes(name.0.as_bytes()).map_err(|_| {
             ApiError::UnreadableRequest("A request header has a name that HTTP does not allow.")
         })?;
-        if headers.contains_key(&header) {
-            continue;
-        }
         for Text(value) in values.into_iter().flatten() {
             let value = HeaderValue::from_str(&value).map_err(|_| {
                 match name.0.len() <= MAX_ECHOED_CHARS {
@@ -246,10 +240,18 @@ fn headers<'a>(
                     ),
                 }
             })?;
-            headers.append(&header, value);
+            if !(repeated && headers.get_all(&header).iter().any(|held| *held == value)) {
+                headers.append(&header, value);
+            }
         }
     }
-    Ok(headers)
+    // Each as HTTP/1.1 writes it: `name: value` and CRLF.
+    let bytes: usize =
+        headers.iter().map(|(name, value)| name.as_str().len() + value.len() + 4).sum();
+    match headers.len() > MAX_HEADERS || bytes > MAX_HEADER_BYTES {
+        true => Err(ApiError::HeadersUninspected),
+        false => Ok(headers),
+    }
 }
 
 /// What a URI keeps as it is: RFC 3986's unreserved and sub-delims, `:`,

@@ -41,7 +41,7 @@ pub static OPERATIONS: [Operation; 2] = [
         method: Method::GET,
         path: "/plants",
         access: Access::Read,
-        answers: &[200, 400, 401, 403, 500, 503],
+        answers: &[200, 400, 401, 403, 431, 500, 503],
         handler: |store, call, request| Box::pin(plants::list_plants(store, call, request)),
     },
     Operation {
@@ -49,7 +49,7 @@ pub static OPERATIONS: [Operation; 2] = [
         method: Method::POST,
         path: "/plants",
         access: Access::Write,
-        answers: &[200, 400, 401, 403, 409, 413, 415, 500, 503],
+        answers: &[200, 400, 401, 403, 409, 413, 415, 431, 500, 503],
         handler: |store, call, request| Box::pin(plants::create_plant(store, call, request)),
     },
 ];

@@ -10,6 +10,7 @@ use axum::body::to_bytes;
 use axum::response::IntoResponse;
 use plant_store::auth::{Access, AuthError};
 use plant_store::config::DEFAULT_MAX_PLANTS_PER_OWNER;
+use plant_store::domain::limits::MAX_HEADER_BYTES;
 use plant_store::domain::{NewPlant, PlantError};
 use plant_store::error::ApiError;
 use plant_store::route::OPERATIONS;
@@ -107,6 +108,7 @@ fn function_errors() -> Vec<(&'static str, ApiError)> {
         ("other_content", ApiError::Conflict(id)),
         ("at_the_bound", ApiError::TooManyPlants(DEFAULT_MAX_PLANTS_PER_OWNER)),
         ("over_16_kib", ApiError::PayloadTooLarge),
+        ("headers_uninspected", ApiError::HeadersUninspected),
         ("not_json", ApiError::UnsupportedMediaType),
         ("unexpected", ApiError::Internal(String::new())),
         ("store", ApiError::Unavailable(String::new())),
@@ -175,7 +177,38 @@ async fn disagreements([spec, template, routed]: &[Value; 3]) -> Vec<String> {
     }
     let unanswered = examples.keys().filter(|name| !answered.contains(*name));
     found.extend(unanswered.map(|name| format!("openapi.yaml's {name} is no one's answer")));
+    found.extend(uninspected_keys(template));
     found
+}
+
+/// Where the firewall could key a request without its `Authorization`: no
+/// rule before `RateLimitPerCaller` blocks headers past what AWS WAF
+/// inspects, or one that does reads another size than the function.
+fn uninspected_keys(template: &Value) -> Vec<String> {
+    let rules = template["Resources"]["WebAcl"]["Properties"]["Rules"].as_array().unwrap();
+    let priority =
+        |name: &str| rules.iter().find(|rule| rule["Name"] == name).map(|r| &r["Priority"]);
+    let caller = priority("RateLimitPerCaller").and_then(Value::as_u64).unwrap_or_default();
+    let whole = rules.iter().find(|rule| {
+        let size = &rule["Statement"]["SizeConstraintStatement"];
+        let headers = &size["FieldToMatch"]["Headers"];
+        (headers["OversizeHandling"] == "MATCH" && headers["MatchScope"] == "ALL")
+            && rule["Action"]["Block"].is_object()
+            && rule["Priority"].as_u64().is_some_and(|at| at < caller)
+    });
+    let size = whole.map(|rule| &rule["Statement"]["SizeConstraintStatement"]["Size"]);
+    match size.and_then(Value::as_u64) {
+        None => vec![
+            "no firewall rule before RateLimitPerCaller blocks headers it cannot inspect whole"
+                .into(),
+        ],
+        Some(size) if size != MAX_HEADER_BYTES as u64 => {
+            vec![format!(
+                "the firewall blocks headers over {size} bytes, the function over {MAX_HEADER_BYTES}"
+            )]
+        }
+        Some(_) => Vec::new(),
+    }
 }
 
 #[tokio::test]
@@ -186,7 +219,7 @@ async fn the_router_the_functions_errors_and_the_gateways_answers_agree_with_ope
 /// One of each kind of disagreement: in openapi.yaml (0), template.yaml (1)
 /// or the router's table (2), the value at a JSON pointer set (`null`:
 /// removed).
-const CHANGES: [(&str, usize, &str, &str); 14] = [
+const CHANGES: [(&str, usize, &str, &str); 16] = [
     ("POST undocumented", 0, "/paths/~1plants/post", "null"),
     ("DELETE documented", 0, "/paths/~1plants/delete", r#"{"responses": {}}"#),
     ("GET as write", 0, "/paths/~1plants/get/security/0/bearerAuth", r#"["write"]"#),
@@ -199,6 +232,8 @@ const CHANGES: [(&str, usize, &str, &str); 14] = [
     ("WAF_FILTERED with another message", 1, WAF_FILTERED, r#""{\"error\": 403}""#),
     ("a gateway response type without an example", 1, QUOTA_EXCEEDED, QUOTA),
     ("the firewall's body with another message", 1, RATE_LIMITED, r#""{\"error\": 429}""#),
+    ("the firewall keys what it cannot inspect", 1, OVERSIZE, r#""CONTINUE""#),
+    ("the firewall inspects another size", 1, INSPECTED_SIZE, "16384"),
     ("GET /plants/{id} routed", 2, "/GET ~1plants~1{id}", r#"{"id": "getPlant", "statuses": []}"#),
     ("GET routed to answer 409", 2, "/GET ~1plants/statuses/0", "409"),
 ];
@@ -211,6 +246,9 @@ const RESOURCE_NOT_FOUND: &str =
 const THROTTLED: &str = "/Resources/PlantsRestApi/Properties/GatewayResponses/THROTTLED/StatusCode";
 const WAF_FILTERED: &str = "/Resources/PlantsRestApi/Properties/GatewayResponses/WAF_FILTERED/ResponseTemplates/application~1json";
 const QUOTA_EXCEEDED: &str = "/Resources/PlantsRestApi/Properties/GatewayResponses/QUOTA_EXCEEDED";
+const OVERSIZE: &str = "/Resources/WebAcl/Properties/Rules/1/Statement/SizeConstraintStatement/FieldToMatch/Headers/OversizeHandling";
+const INSPECTED_SIZE: &str =
+    "/Resources/WebAcl/Properties/Rules/1/Statement/SizeConstraintStatement/Size";
 const RATE_LIMITED: &str = "/Resources/WebAcl/Properties/CustomResponseBodies/RATE_LIMITED/Content";
 
 /// Each change is found (and printed: `--nocapture`).
