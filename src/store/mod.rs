@@ -81,6 +81,10 @@ pub enum Created {
 /// Lambda's 6 MB response payload.
 const MAX_PAGE_BYTES: usize = 3_000_000;
 
+/// The least a listing's next call reads once it has met an item that is
+/// no plant (written outside the API): a page of the largest size.
+const READ_AHEAD: usize = crate::domain::limits::LIMIT_MAX;
+
 /// One page of a listing.
 #[derive(Debug)]
 pub struct Page {
@@ -263,10 +267,16 @@ impl PlantStore {
     ) -> Result<Page, StoreError> {
         let wanted = limit.get();
         let mut rows: Vec<(PlantId, StoredPlant)> = Vec::with_capacity(wanted);
-        let (mut bytes, mut more) = (0, false);
+        let (mut bytes, mut more, mut passed_over) = (0, false, false);
         let mut start_key = after.map(|id| item_key(owner, id));
         'pages: loop {
-            let remaining = i32::try_from(wanted + 1 - rows.len()).unwrap_or(i32::MAX);
+            // Past an item that is no plant, read ahead: a run of them
+            // costs a call a READ_AHEAD items (or 1 MB), not a call each.
+            let remaining = match passed_over {
+                false => wanted + 1 - rows.len(),
+                true => (wanted + 1 - rows.len()).max(READ_AHEAD),
+            };
+            let remaining = i32::try_from(remaining).unwrap_or(i32::MAX);
             let query = self
                 .query_partition(owner.as_str().to_owned())
                 // Read your writes: a plant answered 200 is in the next listing.
@@ -275,9 +285,13 @@ impl PlantStore {
                 .set_exclusive_start_key(start_key);
             let page = deadline.run(async { Ok(Box::pin(query.send()).await?) }).await?;
             for item in page.items() {
-                let Some(id) = plant_id(item) else { continue };
+                let Some(id) = plant_id(item) else {
+                    passed_over = true;
+                    continue;
+                };
                 let Some(plant) = StoredPlant::read(item) else {
                     tracing::warn!(%id, "an item of the owner's is no plant; the listing passes it over");
+                    passed_over = true;
                     continue;
                 };
                 bytes += json_bytes(&plant);

@@ -174,3 +174,23 @@ async fn the_link_keeps_the_callers_path_and_never_names_another_host() {
         assert!(link.starts_with("/evil.example/plants?limit=2&cursor="), "{fixture}: {link}");
     }
 }
+
+/// Items no request wrote (a name that is no string) between two plants:
+/// a page of one reads past the run in a few calls, not one an item.
+#[tokio::test]
+async fn a_run_of_items_that_are_no_plant_costs_a_few_calls() {
+    use aws_sdk_dynamodb::types::AttributeValue::{N, S};
+    let app = TestApp::new().await;
+    create_plants(&app, "alice", [1, 302]).await;
+    futures::stream::iter(2..=301)
+        .for_each_concurrent(32, |id| {
+            let put = app.client.put_item().table_name(&app.table).item("owner", S("alice".into()));
+            let put = put.item("id", N(id.to_string())).item("name", N("5".into()));
+            async move { _ = put.send().await.unwrap() }
+        })
+        .await;
+    let (names, sizes, most_calls) = follow_pages(&app, "alice", 1).await;
+    assert_eq!(names, [json!(plant_name(1)), json!(plant_name(302))]);
+    assert_eq!(sizes, [1, 1]);
+    assert!(most_calls <= 2, "{most_calls} DynamoDB calls for a page of one");
+}
