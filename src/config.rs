@@ -1,7 +1,7 @@
 //! The function's configuration, read once at start-up from the environment.
 
 use std::env;
-use std::net::Ipv6Addr;
+use std::net::{Ipv4Addr, Ipv6Addr};
 use std::path::PathBuf;
 use std::time::Duration;
 
@@ -78,17 +78,43 @@ pub const DEFAULT_MAX_PLANTS_PER_OWNER: u32 = 10_000;
 /// The most `MAX_PLANTS_PER_OWNER` may be.
 const MAX_PLANTS_PER_OWNER_LIMIT: u32 = 1_000_000;
 
-/// What a token must say, besides a valid signature and `exp`.
+/// What a token must say, besides a valid signature and `exp`: made only
+/// by [`TokenRules::new`], so that no combination admits other tokens.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct TokenRules {
     /// `AUTH_ISSUER`: the required `iss`.
-    pub issuer: String,
+    pub(crate) issuer: String,
     /// `AUTH_AUDIENCE`: the required `aud`, which only Cognito mode may leave
     /// out (its access tokens carry none).
-    pub audience: Option<String>,
-    pub access: AccessTokenRule,
+    pub(crate) audience: Option<String>,
+    pub(crate) access: AccessTokenRule,
     /// `AUTH_SCOPE_READ` and `AUTH_SCOPE_WRITE`, set together.
-    pub scopes: Option<ScopeRules>,
+    pub(crate) scopes: Option<ScopeRules>,
+}
+
+impl TokenRules {
+    /// The rules, unless they would accept a token meant for another
+    /// application (no audience, but in Cognito mode: RFC 8725 section 3.9)
+    /// or an untyped ID token (`Untyped` without scopes, which ID tokens
+    /// do not grant).
+    pub fn new(
+        issuer: String,
+        audience: Option<String>,
+        access: AccessTokenRule,
+        scopes: Option<ScopeRules>,
+    ) -> Result<Self, ConfigError> {
+        if access == AccessTokenRule::Untyped && scopes.is_none() {
+            let rule = "may be any only with AUTH_SCOPE_READ and AUTH_SCOPE_WRITE: an untyped \
+                        ID token is told apart by the scopes it does not grant";
+            return Err(ConfigError::new("AUTH_TOKEN_TYPE", rule));
+        }
+        if audience.is_none() && !matches!(access, AccessTokenRule::Cognito(_)) {
+            let rule = "must be set and not empty (the audience of this API's tokens), \
+                        unless AUTH_COGNITO_CLIENT_ID names the Cognito app clients";
+            return Err(ConfigError::new("AUTH_AUDIENCE", rule));
+        }
+        Ok(Self { issuer, audience, access, scopes })
+    }
 }
 
 /// How an access token is told from the issuer's other JWTs, its ID tokens
@@ -197,19 +223,12 @@ impl Config {
         }
         let keys = key_config(&optional, &issuer, !cognito_client_ids.is_empty())?;
         let scopes = scope_rules(&optional)?;
-        let access = access_rule(optional("AUTH_TOKEN_TYPE"), cognito_client_ids, &scopes)?;
-        let audience = optional("AUTH_AUDIENCE");
-        // Without an audience, a token the same issuer made for any other
-        // application would be accepted (RFC 8725 section 3.9).
-        if audience.is_none() && !matches!(access, AccessTokenRule::Cognito(_)) {
-            let rule = "must be set and not empty (the audience of this API's tokens), \
-                        unless AUTH_COGNITO_CLIENT_ID names the Cognito app clients";
-            return Err(ConfigError::new("AUTH_AUDIENCE", rule));
-        }
+        let access = access_rule(optional("AUTH_TOKEN_TYPE"), cognito_client_ids)?;
+        let rules = TokenRules::new(issuer, optional("AUTH_AUDIENCE"), access, scopes)?;
         Ok(Self {
             max_plants_per_owner: max_plants_per_owner(optional("MAX_PLANTS_PER_OWNER"))?,
             table: required("PLANTS_TABLE")?,
-            rules: TokenRules { issuer, audience, access, scopes },
+            rules,
             keys,
             trust: TrustConfig {
                 bundle: optional("SSL_CERT_FILE").map(PathBuf::from),
@@ -243,7 +262,11 @@ fn key_config(
             let url = format!("{}/.well-known/jwks.json", issuer.trim_end_matches('/'));
             KeyConfig::Url { url, refresh, loopback_http }
         }
-        (None, None) => KeyConfig::Discovery { issuer: issuer.to_owned(), refresh, loopback_http },
+        // A discovered key set on plain HTTP only where the issuer is.
+        (None, None) => {
+            let loopback_http = loopback_http && issuer.starts_with("http://");
+            KeyConfig::Discovery { issuer: issuer.to_owned(), refresh, loopback_http }
+        }
     })
 }
 
@@ -251,17 +274,12 @@ fn key_config(
 fn access_rule(
     token_type: Option<String>,
     cognito_client_ids: Vec<String>,
-    scopes: &Option<ScopeRules>,
 ) -> Result<AccessTokenRule, ConfigError> {
     let refused = |rule| Err(ConfigError::new("AUTH_TOKEN_TYPE", rule));
     match (token_type.as_deref().map(str::trim), cognito_client_ids.is_empty()) {
         (None, false) => Ok(AccessTokenRule::Cognito(cognito_client_ids)),
         (Some(_), false) => refused(
             "must be unset with AUTH_COGNITO_CLIENT_ID: Cognito's access tokens are told by token_use",
-        ),
-        (Some("any"), true) if scopes.is_none() => refused(
-            "may be any only with AUTH_SCOPE_READ and AUTH_SCOPE_WRITE: an untyped ID token \
-             is told apart by the scopes it does not grant",
         ),
         (Some("any"), true) => Ok(AccessTokenRule::Untyped),
         (None, true) => Ok(AccessTokenRule::AtJwt),
@@ -282,6 +300,10 @@ pub fn is_at_jwt(typ: &str) -> bool {
 /// Runtime API).
 pub fn remote_url(url: &str, loopback_http: bool) -> Result<Uri, String> {
     let parsed: Uri = url.parse().map_err(|_| format!("must be a URL; {url:?} is none"))?;
+    // RFC 9110, section 4.2.4: no userinfo in an http(s) URI.
+    if parsed.authority().is_some_and(|authority| authority.as_str().contains('@')) {
+        return Err(format!("must name no user: {url}"));
+    }
     let loopback = matches!(parsed.host(), Some("127.0.0.1" | "localhost" | "[::1]"));
     match parsed.scheme_str() {
         Some("https") => Ok(parsed),
@@ -291,12 +313,21 @@ pub fn remote_url(url: &str, loopback_http: bool) -> Result<Uri, String> {
 }
 
 /// An issuer is such a URL without a query or fragment (OpenID Connect
-/// Core, section 2): its discovery document is under its path.
+/// Core, section 2), its discovery document under its path; compared with
+/// `iss` as written, so in the normal form issuers write (RFC 3986, section
+/// 6.2.2.1): scheme and host in lowercase.
 fn issuer_url(issuer: &str, loopback_http: bool) -> Result<(), String> {
-    remote_url(issuer, loopback_http)?;
-    match issuer.contains(['?', '#']) {
-        true => Err(format!("must have no query or fragment: {issuer}")),
-        false => Ok(()),
+    let parsed = remote_url(issuer, loopback_http)?;
+    let (scheme, host) =
+        (parsed.scheme_str().unwrap_or_default(), parsed.host().unwrap_or_default());
+    if issuer.contains(['?', '#']) {
+        Err(format!("must have no query or fragment: {issuer}"))
+    } else if !issuer.starts_with(&format!("{scheme}://{host}"))
+        || host.bytes().any(|b| b.is_ascii_uppercase())
+    {
+        Err(format!("must have its scheme and host in lowercase, as tokens name it: {issuer}"))
+    } else {
+        Ok(())
     }
 }
 
@@ -314,15 +345,33 @@ fn is_origin(origin: &str) -> bool {
         Some((host, port)) if !port.contains(']') => (host, Some(port)),
         _ => (authority, None),
     };
-    let name =
-        |byte: u8| byte.is_ascii_lowercase() || byte.is_ascii_digit() || b"-.".contains(&byte);
     let host = match host.strip_prefix('[').and_then(|host| host.strip_suffix(']')) {
         Some(ip) => ip.parse::<Ipv6Addr>().is_ok_and(|parsed| parsed.to_string() == ip),
-        None => !host.is_empty() && host.bytes().all(name),
+        None => is_host(host),
     };
-    let usable =
-        |port: &str| !port.starts_with('0') && port.parse::<u16>().is_ok_and(|p| p != default);
+    let usable = |port: &str| {
+        let digits = port.bytes().all(|byte| byte.is_ascii_digit());
+        digits && !port.starts_with('0') && port.parse::<u16>().is_ok_and(|p| p != default)
+    };
     host && port.is_none_or(usable)
+}
+
+/// A host as browsers serialise it: an IPv4 address in dotted decimal
+/// (what the URL Standard makes of a name whose last label is a number),
+/// or a lowercase DNS name, each label 1 to 63 letters, digits and inner
+/// hyphens (RFC 1123, section 2.1).
+fn is_host(host: &str) -> bool {
+    let label = |label: &str| {
+        let inner = |byte: u8| byte.is_ascii_lowercase() || byte.is_ascii_digit() || byte == b'-';
+        (1..=63).contains(&label.len())
+            && !label.starts_with('-')
+            && !label.ends_with('-')
+            && label.bytes().all(inner)
+    };
+    match host.rsplit('.').next().is_some_and(|last| last.bytes().all(|b| b.is_ascii_digit())) {
+        true => host.parse::<Ipv4Addr>().is_ok_and(|ip| ip.to_string() == host),
+        false => host.split('.').all(label),
+    }
 }
 
 /// `MAX_PLANTS_PER_OWNER`: 0 to [`MAX_PLANTS_PER_OWNER_LIMIT`], or the default.
@@ -405,6 +454,10 @@ mod tests {
             ),
             (&[("AUTH_ISSUER", "https://t.example/#a")], "AUTH_ISSUER must have no query"),
             (&[("AUTH_ISSUER", "t.example")], "AUTH_ISSUER must use https"),
+            (&[("AUTH_ISSUER", "HTTPS://t.example")], "AUTH_ISSUER must have its scheme and host"),
+            (&[("AUTH_ISSUER", "https://T.example/")], "AUTH_ISSUER must have its scheme and host"),
+            (&[("AUTH_ISSUER", "https://a@t.example")], "AUTH_ISSUER must name no user"),
+            (&[("AUTH_JWKS_URL", "https://a:b@t.example/k")], "AUTH_JWKS_URL must name no user"),
             (&local, "AUTH_ISSUER must use https: http://127.0.0.1:9001"),
             (&[("AUTH_JWKS_URL", "http://localhost/k")], "AUTH_JWKS_URL must use https"),
         ] {
@@ -416,17 +469,46 @@ mod tests {
             config(&allowed).unwrap().keys,
             KeyConfig::Url { loopback_http: true, .. }
         ));
+        // Discovery: a key set on plain HTTP only where the issuer is too.
+        let discovered = |issuer| {
+            let pairs = [("AUTH_ISSUER", issuer), ("AUTH_ALLOW_LOOPBACK_HTTP", "true")];
+            match config(&pairs).unwrap().keys {
+                KeyConfig::Discovery { loopback_http, .. } => loopback_http,
+                other => panic!("{other:?}"),
+            }
+        };
+        assert_eq!(
+            (discovered("http://127.0.0.1:9001"), discovered("https://t.example")),
+            (true, false)
+        );
+    }
+
+    #[test]
+    fn no_token_rules_admit_an_untyped_id_token_or_another_audience() {
+        let rules = |audience: Option<&str>, access, scopes| {
+            TokenRules::new("https://t.example".into(), audience.map(Into::into), access, scopes)
+        };
+        let scopes = ScopeRules { read: "r".into(), write: "w".into() };
+        let error = rules(Some("a"), AccessTokenRule::Untyped, None).unwrap_err().to_string();
+        assert!(error.contains("AUTH_TOKEN_TYPE may be any only with AUTH_SCOPE_READ"), "{error}");
+        let error = rules(None, AccessTokenRule::AtJwt, None).unwrap_err().to_string();
+        assert!(error.contains("AUTH_AUDIENCE must be set"), "{error}");
+        assert!(rules(Some("a"), AccessTokenRule::Untyped, Some(scopes)).is_ok());
+        assert!(rules(None, AccessTokenRule::Cognito(vec!["c".into()]), None).is_ok());
     }
 
     #[test]
     fn cors_origins_are_origins_as_browsers_send_them() {
         let origins = |list: &str| config(&[("CORS_ALLOWED_ORIGINS", list)]);
-        let listed = "https://app.example, http://localhost:5173,https://[2001:db8::1]:8443";
-        assert_eq!(origins(listed).unwrap().cors_allowed_origins.len(), 3);
+        let listed = "https://app.example, http://localhost:5173,https://[2001:db8::1]:8443,\
+            http://127.0.0.1:8080,https://x-1.a9.example";
+        assert_eq!(origins(listed).unwrap().cors_allowed_origins.len(), 5);
         let refused = "null * https://app.example/ https://app.example/plants https://App.example \
             HTTPS://app.example https://app.example:443 http://a.example:80 ftp://a.example \
             https://a.example:0 https://a.example:08080 https://a.example:65536 \
-            https://user@a.example https://[2001:DB8::1] https://[2001:db8:0::1] https://";
+            https://user@a.example https://[2001:DB8::1] https://[2001:db8:0::1] https:// \
+            https://a.example:+8443 https://- https://.. https://a..example https://-a.example \
+            https://a-.example https://a.example. https://256.0.0.1 https://1.2.3 https://01.2.3.4";
         for refused in refused.split_whitespace() {
             let list = format!("https://ok.example,{refused}");
             let error = origins(&list).unwrap_err();

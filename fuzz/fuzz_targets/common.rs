@@ -22,10 +22,5 @@ pub fn signing_key() -> (SigningKey, KeySource) {
 
 /// [`ISSUER`] and [`AUDIENCE`], with these scopes required (or none).
 pub fn rules(scopes: Option<ScopeRules>) -> TokenRules {
-    TokenRules {
-        issuer: ISSUER.into(),
-        audience: Some(AUDIENCE.into()),
-        access: AccessTokenRule::AtJwt,
-        scopes,
-    }
+    TokenRules::new(ISSUER.into(), Some(AUDIENCE.into()), AccessTokenRule::AtJwt, scopes).unwrap()
 }

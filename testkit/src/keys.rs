@@ -5,7 +5,7 @@ use std::sync::OnceLock;
 
 use jsonwebtoken::Algorithm;
 use plant_store::auth::Verifier;
-use plant_store::config::{AccessTokenRule, TokenRules};
+use plant_store::config::{AccessTokenRule, ScopeRules, TokenRules};
 use plant_store::jwks::KeySource;
 use plant_store_local_support::keys::{AUDIENCE, ISSUER, Issuer, SigningKey};
 
@@ -47,17 +47,13 @@ pub fn bearer(sub: &str) -> String {
     format!("Bearer {}", token(sub))
 }
 
-/// The token rules of the tests: the local issuer and audience.
-pub fn token_rules() -> TokenRules {
-    TokenRules {
-        issuer: ISSUER.into(),
-        audience: Some(AUDIENCE.into()),
-        access: AccessTokenRule::AtJwt,
-        scopes: None,
-    }
+/// The token rules of the tests: the local issuer and audience, tokens
+/// typed `at+jwt`, these scopes required (or none).
+pub fn token_rules(scopes: Option<ScopeRules>) -> TokenRules {
+    TokenRules::new(ISSUER.into(), Some(AUDIENCE.into()), AccessTokenRule::AtJwt, scopes).unwrap()
 }
 
 /// The verifier as production configures it, trusting this run's test keys.
 pub fn verifier() -> Verifier {
-    Verifier::new(KeySource::inline(&keys().jwks).unwrap(), &token_rules())
+    Verifier::new(KeySource::inline(&keys().jwks).unwrap(), &token_rules(None))
 }

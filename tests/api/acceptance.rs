@@ -69,7 +69,7 @@ async fn the_acceptance_suite_names_the_rule_an_api_breaks() {
 /// The function in Cognito mode for `pool`, its keys from the pool's JWKS URL.
 async fn cognito_app(moto: &MotoCognito, pool: &Pool) -> TestApp {
     let access = AccessTokenRule::Cognito(vec![pool.client_id.clone()]);
-    let rules = TokenRules { issuer: pool.issuer(), audience: None, access, scopes: None };
+    let rules = TokenRules::new(pool.issuer(), None, access, None).unwrap();
     let https = Https::new(&Default::default()).unwrap();
     let (url, refresh) = (moto.jwks_url(pool), KeyRefresh::default());
     let config = KeyConfig::Url { url, refresh, loopback_http: true };

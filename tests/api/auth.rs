@@ -166,7 +166,7 @@ async fn forged_and_misissued_tokens_get_invalid_token() {
 async fn cognito_mode_accepts_access_tokens_of_its_clients_only() {
     let clients = vec!["app-client-123".into(), "machine-client-456".into()];
     let access = AccessTokenRule::Cognito(clients);
-    let rules = TokenRules { audience: None, access, ..token_rules() };
+    let rules = TokenRules::new(plant_store_testkit::ISSUER.into(), None, access, None).unwrap();
     let keys_json = &keys().jwks;
     let app =
         TestApp::with_verifier(Verifier::new(KeySource::inline(keys_json).unwrap(), &rules)).await;
@@ -322,8 +322,9 @@ async fn a_remembered_token_is_refused_once_its_expiry_and_leeway_have_passed() 
 #[tokio::test]
 async fn a_token_remembered_by_one_configuration_is_refused_by_another() {
     let inline = || KeySource::inline(&keys().jwks).unwrap();
-    let other_audience = TokenRules { audience: Some("another-api".into()), ..token_rules() };
-    let ours = TestApp::with_verifier(Verifier::new(inline(), &token_rules())).await;
+    let (issuer, access) = (plant_store_testkit::ISSUER.into(), AccessTokenRule::AtJwt);
+    let other_audience = TokenRules::new(issuer, Some("another-api".into()), access, None).unwrap();
+    let ours = TestApp::with_verifier(Verifier::new(inline(), &token_rules(None))).await;
     let theirs = TestApp::with_verifier(Verifier::new(inline(), &other_audience)).await;
     let token = format!("Bearer {}", keys().eddsa().sign(&claims("alice")).unwrap());
     for _ in 0..2 {

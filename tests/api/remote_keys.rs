@@ -37,7 +37,7 @@ async fn remote_app_with(server: &KeyServer, refresh: KeyRefresh) -> TestApp {
     let (url, https) = (server.jwks_url.clone(), Https::new(&TrustConfig::default()).unwrap());
     let config = KeyConfig::Url { url, refresh, loopback_http: true };
     let keys = KeySource::from_config(&config, &https).unwrap();
-    let app = TestApp::with_verifier(Verifier::new(keys, &token_rules())).await;
+    let app = TestApp::with_verifier(Verifier::new(keys, &token_rules(None))).await;
     app.api.prepare().await;
     app
 }
@@ -218,7 +218,7 @@ async fn a_moved_key_set_is_followed_and_serves_through_a_discovery_outage() {
     };
     let config = KeyConfig::Discovery { issuer: url.clone(), refresh, loopback_http: true };
     let keys = KeySource::from_config(&config, &Https::new(&TrustConfig::default()).unwrap());
-    let app = TestApp::with_verifier(Verifier::new(keys.unwrap(), &token_rules())).await;
+    let app = TestApp::with_verifier(Verifier::new(keys.unwrap(), &token_rules(None))).await;
     app.api.prepare().await;
     let token = |key: &SigningKey| format!("Bearer {}", key.sign(&claims("alice")).unwrap());
     assert_eq!(app.get(&token(old), "").await.status, 200);

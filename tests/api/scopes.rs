@@ -3,7 +3,7 @@
 //! does not imply read; with scopes off, nothing changes.
 
 use plant_store::auth::Verifier;
-use plant_store::config::{ScopeRules, TokenRules};
+use plant_store::config::ScopeRules;
 use plant_store::jwks::KeySource;
 use plant_store_testkit::forgeries::{claims, with};
 use plant_store_testkit::{
@@ -15,10 +15,7 @@ const READ: &str = "plants/read";
 const WRITE: &str = "plants/write";
 
 async fn app_requiring_scopes() -> TestApp {
-    let rules = TokenRules {
-        scopes: Some(ScopeRules { read: READ.into(), write: WRITE.into() }),
-        ..token_rules()
-    };
+    let rules = token_rules(Some(ScopeRules { read: READ.into(), write: WRITE.into() }));
     TestApp::with_verifier(Verifier::new(KeySource::inline(&keys().jwks).unwrap(), &rules)).await
 }
 

@@ -17,7 +17,7 @@ async fn app_trusting(trust: &TrustConfig, url: &str) -> TestApp {
     let config = KeyConfig::Url { url, refresh, loopback_http: false };
     let keys = KeySource::from_config(&config, &https).unwrap();
     keys.load().await;
-    TestApp::with_verifier(Verifier::new(keys, &token_rules())).await
+    TestApp::with_verifier(Verifier::new(keys, &token_rules(None))).await
 }
 
 #[tokio::test]
