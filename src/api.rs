@@ -3,6 +3,7 @@
 //! needs, then the operation's handler (`plants.rs`); the request's one
 //! line written (`metrics.rs`).
 
+use std::convert::Infallible;
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -10,12 +11,14 @@ use axum::Router;
 use axum::extract::Request;
 use axum::response::{IntoResponse, Response};
 use lambda_http::Context;
-use tower::ServiceExt;
+use lambda_http::http::header::ORIGIN;
+use tower::{Layer, ServiceExt};
+use tower_http::cors::CorsLayer;
 use tracing::Instrument;
 
 use crate::auth::Verifier;
 use crate::error::Refusal;
-use crate::event::{self, ClientPath, InvocationResponse};
+use crate::event::{self, ClientPath, InvocationResponse, Unreadable};
 use crate::metrics::{RequestLine, Steps, timed};
 use crate::plants::Call;
 use crate::route::{self, Operation};
@@ -26,6 +29,9 @@ use crate::xray;
 pub struct PlantApi {
     plants: Arc<Plants>,
     router: Router,
+    /// The CORS layer, when origins are listed: for an unreadable event's
+    /// answer, which no router gives.
+    cors: Option<CorsLayer>,
 }
 
 /// What every operation is answered with.
@@ -49,15 +55,17 @@ impl PlantApi {
             let plants = served.clone();
             async move { plants.serve(operation, request).await }
         });
-        Self { plants, router }
+        Self { plants, router, cors: None }
     }
 
-    /// Answers browsers of these origins (`route::cors`); none: CORS off.
+    /// Answers browsers of these origins (`route::with_cors`); none: CORS off.
     pub fn with_cors(self, origins: &[String]) -> Self {
-        match origins.is_empty() {
-            true => self,
-            false => Self { router: self.router.layer(route::cors(origins)), ..self },
+        if origins.is_empty() {
+            return self;
         }
+        let cors = route::cors(origins);
+        let router = route::with_cors(self.router, cors.clone(), origins);
+        Self { router, cors: Some(cors), ..self }
     }
 
     /// Fetches the keys and opens the DynamoDB connection while init has full
@@ -87,7 +95,7 @@ impl PlantApi {
                 let response = served.instrument(invocation.clone()).await;
                 (Some(asked), response.unwrap_or_else(|never| match never {}))
             }
-            Err(error) => (None, error.into_response()),
+            Err(unreadable) => (None, self.unreadable(unreadable).await),
         };
         let (method, path) = asked.as_ref().map_or(("-", "-"), |(m, p)| (m.as_str(), p.as_str()));
         let served = response.extensions().get::<Served>().cloned();
@@ -114,6 +122,22 @@ impl PlantApi {
         };
         crate::log::write_line(&line.to_json());
         format.answer(response).await
+    }
+}
+
+impl PlantApi {
+    /// The answer to an event that is no request: its 400, with the CORS
+    /// headers of the origin it names, as every answer to it has.
+    async fn unreadable(&self, Unreadable { error, origin }: Unreadable) -> Response {
+        let (Some(cors), Some(origin)) = (&self.cors, origin) else {
+            return error.into_response();
+        };
+        let mut request = Request::new(axum::body::Body::empty());
+        request.headers_mut().insert(ORIGIN, origin);
+        let answer = tower::service_fn(move |_: Request| {
+            std::future::ready(Ok::<_, Infallible>(error.clone().into_response()))
+        });
+        cors.clone().layer(answer).oneshot(request).await.unwrap_or_else(|never| match never {})
     }
 }
 

@@ -68,12 +68,22 @@ pub enum InvocationResponse {
 }
 
 /// Reads an event: its format, and the request it carries or why it
-/// cannot be one (a 400).
-pub fn read(event: &str) -> (Format, Result<Request, ApiError>) {
+/// cannot be one.
+pub fn read(event: &str) -> (Format, Result<Request, Unreadable>) {
     match serde_json::from_str::<Event>(event) {
-        Ok(event) => (event.format(), event.request()),
-        Err(_) => (Format::V1, Err(not_an_event())),
+        Ok(event) => {
+            let (format, origin) = (event.format(), event.origin());
+            (format, event.request().map_err(|error| Unreadable { error, origin }))
+        }
+        Err(_) => (Format::V1, Err(Unreadable { error: not_an_event(), origin: None })),
     }
+}
+
+/// An event that is no request: why (a 4xx), and the origin it names, if
+/// any, for the answer's CORS headers.
+pub struct Unreadable {
+    pub error: ApiError,
+    pub origin: Option<HeaderValue>,
 }
 
 fn not_an_event() -> ApiError {
@@ -159,6 +169,16 @@ impl<'a> Event<'a> {
             Some("2.0") => Format::V2,
             _ => Format::V1,
         }
+    }
+
+    /// The `Origin` header, if the event holds one HTTP can carry.
+    fn origin(&self) -> Option<HeaderValue> {
+        let named = |name: &Text| name.0.eq_ignore_ascii_case("origin");
+        let single = self.headers.iter().flatten().find(|(name, _)| named(name));
+        let single = single.and_then(|(_, value)| value.as_ref());
+        let multi = self.multi_value_headers.iter().flatten().find(|(name, _)| named(name));
+        let value = single.or_else(|| multi.and_then(|(_, values)| values.first()?.as_ref()));
+        value.and_then(|Text(value)| HeaderValue::from_str(value).ok())
     }
 
     fn request(self) -> Result<Request, ApiError> {
@@ -368,7 +388,7 @@ mod tests {
     fn read(event: Value) -> Result<Request, String> {
         let (format, request) = super::read(&event.to_string());
         assert_eq!(format, if event["version"] == "2.0" { Format::V2 } else { Format::V1 });
-        request.map_err(|error| error.to_string())
+        request.map_err(|unreadable| unreadable.error.to_string())
     }
 
     #[test]

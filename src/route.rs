@@ -9,8 +9,12 @@ use axum::Router;
 use axum::extract::Request;
 use axum::response::Response;
 use axum::routing::{MethodFilter, on};
-use lambda_http::http::header::{AUTHORIZATION, CONTENT_TYPE, LINK, RETRY_AFTER, WWW_AUTHENTICATE};
+use lambda_http::http::header::{
+    ACCESS_CONTROL_REQUEST_METHOD, AUTHORIZATION, CONTENT_TYPE, LINK, ORIGIN, RETRY_AFTER,
+    WWW_AUTHENTICATE,
+};
 use lambda_http::http::{HeaderValue, Method};
+use tower::ServiceExt;
 use tower_http::cors::{AllowOrigin, CorsLayer};
 
 use crate::auth::Access;
@@ -73,9 +77,31 @@ where
     routes.fallback(async || ApiError::NotFound).method_not_allowed_fallback(not_allowed)
 }
 
-/// CORS (the Fetch Standard) for the origins listed, never `*`: every
-/// OPTIONS request is a preflight, answered before any token is read; every
-/// other answer to a listed origin names it.
+/// `router` answering browsers of the origins listed (the Fetch Standard),
+/// never `*`: tower-http's layer names a listed origin on every answer, and
+/// answers a preflight before any token is read. It takes every OPTIONS
+/// for a preflight, so only a listed origin's (with
+/// `Access-Control-Request-Method`) of a path an operation has reaches it as
+/// one; any other OPTIONS is a method without an operation (405, or 404).
+pub(crate) fn with_cors(router: Router, cors: CorsLayer, origins: &[String]) -> Router {
+    let origins: Vec<HeaderValue> = origins.iter().filter_map(|o| o.parse().ok()).collect();
+    let answers = router.clone().layer(cors.clone());
+    let preflights = router.clone().route_layer(cors);
+    Router::new().fallback_service(tower::service_fn(move |request: Request| {
+        let headers = request.headers();
+        let listed = headers.get(ORIGIN).is_some_and(|origin| origins.contains(origin));
+        let service = match request.method() == Method::OPTIONS {
+            false => answers.clone(),
+            true if listed && headers.contains_key(ACCESS_CONTROL_REQUEST_METHOD) => {
+                preflights.clone()
+            }
+            true => router.clone(),
+        };
+        service.oneshot(request)
+    }))
+}
+
+/// tower-http's CORS layer for the origins listed.
 pub(crate) fn cors(origins: &[String]) -> CorsLayer {
     let origins = origins.iter().filter_map(|origin| HeaderValue::from_str(origin).ok());
     let mut methods: Vec<Method> =

@@ -156,15 +156,23 @@ async fn unknown_paths_get_404_and_other_methods_405_with_allow() {
 async fn a_listed_origin_is_answered_for_browsers_and_no_other() {
     let origin = "https://app.example.com";
     let app = TestApp::new().await.with_cors(&[origin]);
-    let preflight = |from: &str| {
-        let request = ApiGatewayEvent::new("OPTIONS", "/plants").header("origin", from);
-        request.header("access-control-request-method", "POST")
+    let options =
+        |path: &str, from: &str| ApiGatewayEvent::new("OPTIONS", path).header("origin", from);
+    let preflight = |path: &str, from: &str| {
+        options(path, from).header("access-control-request-method", "POST")
     };
-    // Every OPTIONS request is a preflight, without a body; another
-    // origin's is not named.
-    let refused = app.send(preflight("https://evil.example")).await;
-    assert_eq!((refused.status, refused.header("access-control-allow-origin")), (200, None));
-    let answer = app.send(preflight(origin)).await;
+    // Only a listed origin's preflight of an operation's path is one; any
+    // other OPTIONS is a method without an operation, named for no origin.
+    for (request, status) in [
+        (preflight("/plants", "https://evil.example"), 405),
+        (options("/plants", origin), 405),
+        (preflight("/nowhere", origin), 404),
+    ] {
+        let refused = app.send(request).await;
+        assert_eq!((refused.status, refused.header("access-control-allow-origin")), (status, None));
+        assert_eq!(refused.body["error"], status);
+    }
+    let answer = app.send(preflight("/plants", origin)).await;
     let named =
         ["origin", "headers"].map(|name| answer.header(&format!("access-control-allow-{name}")));
     assert_eq!(named, [Some(origin), Some("authorization,content-type")]);
@@ -176,10 +184,14 @@ async fn a_listed_origin_is_answered_for_browsers_and_no_other() {
     let allowed = answer.header("access-control-allow-methods");
     assert_eq!(sorted(allowed), sorted(Some(&methods.join(","))));
     assert_eq!((answer.status, answer.header("access-control-max-age")), (200, Some("600")));
-    // Every answer to a listed origin names it, an error too.
+    // Every answer to a listed origin names it, an error too, an
+    // unreadable event's among them.
     let listed = ApiGatewayEvent::list_plants(&bearer("alice"), "").header("origin", origin);
     let unauthorized = ApiGatewayEvent::new("GET", "/plants").header("origin", origin);
-    for response in [app.send(listed).await, app.send(unauthorized).await] {
+    let unreadable = ApiGatewayEvent::new("GET", "/plants").header("origin", origin);
+    let unreadable = app.send(unreadable.header("x-bad", "a\u{7}b")).await;
+    unreadable.assert_error(400, "x-bad");
+    for response in [app.send(listed).await, app.send(unauthorized).await, unreadable] {
         let exposed = response.header("access-control-expose-headers");
         assert_eq!(response.header("access-control-allow-origin"), Some(origin));
         let vary = "origin, access-control-request-method, access-control-request-headers";
