@@ -272,6 +272,7 @@ impl Verifier {
             .map_err(|error| match error.kind() {
                 ErrorKind::ExpiredSignature => AuthError::Expired,
                 ErrorKind::InvalidSignature => invalid("the signature does not verify"),
+                ErrorKind::Base64(_) => invalid("a part of it is not canonical base64url"),
                 ErrorKind::ImmatureSignature => invalid("its nbf is in the future"),
                 ErrorKind::MissingRequiredClaim(claim) => invalid(format!("it has no {claim}")),
                 _ => invalid("a claim it has is not of a JWT access token's type"),

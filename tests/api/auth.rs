@@ -30,6 +30,39 @@ async fn tokens_of_every_accepted_algorithm_verify() {
     assert_eq!(app.stored_items().await.len(), 3);
 }
 
+/// ECDSA's signature `(r, s)` verifies as `(r, n - s)` too, so one ES256
+/// token has two spellings, two keys of the firewall's per-caller limit
+/// (docs/contract.md: at most twice its budget). Both verify: RFC 7518 asks
+/// no low `s`, and issuers do not make one. No third spelling exists: a
+/// signature whose base64url is not canonical is refused.
+#[tokio::test]
+async fn an_es256_token_has_two_spellings_and_no_third() {
+    use base64::Engine;
+    use base64::engine::general_purpose::URL_SAFE_NO_PAD;
+    // The order of P-256's group.
+    const N: [u8; 32] = *b"\xff\xff\xff\xff\x00\x00\x00\x00\xff\xff\xff\xff\xff\xff\xff\xff\
+        \xbc\xe6\xfa\xad\xa7\x17\x9e\x84\xf3\xb9\xca\xc2\xfc\x63\x25\x51";
+    let app = TestApp::new().await;
+    let token = keys().es256().sign(&claims("alice")).unwrap();
+    let (signed, signature) = token.rsplit_once('.').unwrap();
+    let mut bytes = URL_SAFE_NO_PAD.decode(signature).unwrap();
+    let (mut borrow, s) = (0i16, &mut bytes[32..]);
+    for (byte, n) in s.iter_mut().zip(N).rev() {
+        let difference = i16::from(n) - i16::from(*byte) - borrow;
+        (*byte, borrow) = ((difference.rem_euclid(256)) as u8, i16::from(difference < 0));
+    }
+    let other = format!("{signed}.{}", URL_SAFE_NO_PAD.encode(&bytes));
+    assert_ne!(caller_key(&format!("Bearer {token}")), caller_key(&format!("Bearer {other}")));
+    for spelling in [&token, &other] {
+        assert_eq!(app.get(&format!("Bearer {spelling}"), "").await.status, 200, "{spelling}");
+    }
+    // 64 bytes in 86 characters: the last one's low 4 bits are no data.
+    let mut third = other.into_bytes();
+    *third.last_mut().unwrap() ^= 1;
+    let third = String::from_utf8(third).unwrap();
+    assert_refused(&app, &format!("Bearer {third}"), INVALID_TOKEN, "non-canonical").await;
+}
+
 /// RFC 6750: no bearer credentials get the plain challenge; a `Bearer`
 /// value that is not one b64token is a malformed token, `invalid_token`.
 #[tokio::test]
