@@ -1,9 +1,5 @@
 //! The integration tests: one binary (one link of the SDK), a module an area.
 
-// The handler's future nests a span per step: deeper than rustc's default
-// for the layout of the tests' futures that await it.
-#![recursion_limit = "256"]
-
 mod acceptance;
 mod auth;
 mod concurrency;

@@ -41,8 +41,10 @@ try {
     await menu(tag).first().click();
   }
   for (const operation of operations) {
-    const shown = await menu(operation.summary).count();
-    if (shown === 0) {
+    // The menu expands after the tag's click: wait for the item, a while.
+    const item = menu(operation.summary).first();
+    const shown = await item.waitFor({ state: "attached", timeout: 5000 }).then(() => true, () => false);
+    if (!shown) {
       problems.push(`the operation ${operation.operationId} (${operation.summary}) is not on the page`);
       continue;
     }

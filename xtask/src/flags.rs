@@ -60,9 +60,9 @@ xflags::xflags! {
             /// The seed (the commit's first 8 hex digits).
             optional --seed n: u64
         }
-        /// The API's reference page, built from openapi.yaml (target/api-reference/) and checked in headless Chromium.
         /// sam build's arm64 artifact, with its dependency list (the pipeline's build).
         cmd sam-build {}
+        /// The API's reference page, built from openapi.yaml (target/api-reference/) and checked in headless Chromium.
         cmd api-docs {
             /// Also the breaking-change gate against the released 1.0.0, with its proof.
             optional --gate
