@@ -230,7 +230,8 @@ MUTATIONS = {
     "the firewall's 429 unreadable": lambda t: alarm(t, "WebAcl")["Rules"][0]["Action"]["Block"][
         "CustomResponse"].update(ResponseHeaders=[{"Name": "Retry-After", "Value": "60"}]),
     "the web ACL not associated": lambda t: t["Resources"].pop("WebAclAssociation"),
-    "both rate limits by address": lambda t: alarm(t, "WebAcl")["Rules"][1]["Statement"][
+    "both rate limits by address": lambda t: next(
+        r for r in alarm(t, "WebAcl")["Rules"] if r["Name"] == "RateLimitPerCaller")["Statement"][
         "RateBasedStatement"].update(AggregateKeyType="IP", CustomKeys=None),
 }
 
@@ -290,7 +291,8 @@ def edge_problems(resources):
         problems.append("the web ACL guards no stage of the API")
     [acl] = [r["Properties"] for r in resources.values() if r["Type"] == "AWS::WAFv2::WebACL"]
     keys = [json.dumps(r["Statement"].get("RateBasedStatement")) for r in acl["Rules"]]
-    firewall = [json.dumps(r["Action"]) for r in acl["Rules"] if "Block" in r.get("Action", {})]
+    blocks = [r["Action"] for r in acl["Rules"] if "Block" in r.get("Action", {})]
+    firewall = [json.dumps(b) for b in blocks if b["Block"]["CustomResponse"]["ResponseCode"] == 429]
     cors = ['"Access-Control-Allow-Origin", "Value": "*"', '"Value": "retry-after"']
     if not firewall or not all(c in rule for rule in firewall for c in cors):
         problems.append(f"a listed origin's page cannot read the firewall's 429: {firewall}")
