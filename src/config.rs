@@ -76,7 +76,7 @@ pub struct TrustConfig {
 /// stolen one) can make the table hold: 10,000 plants of at most ~1.4 KB.
 pub const DEFAULT_MAX_PLANTS_PER_OWNER: u32 = 10_000;
 /// The most `MAX_PLANTS_PER_OWNER` may be.
-const MAX_PLANTS_PER_OWNER_LIMIT: u32 = 1_000_000;
+pub const MAX_PLANTS_PER_OWNER_LIMIT: u32 = 1_000_000;
 
 /// What a token must say, besides a valid signature and `exp`: made only
 /// by [`TokenRules::new`], so that no combination admits other tokens.

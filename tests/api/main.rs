@@ -14,6 +14,7 @@ mod pagination;
 mod quota;
 mod remote_keys;
 mod scopes;
+mod template;
 mod trust;
 mod xray;
 

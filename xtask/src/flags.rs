@@ -69,3 +69,42 @@ xflags::xflags! {
         }
     }
 }
+
+/// Each flag's default, as its help above names it (checked below).
+pub(crate) mod defaults {
+    pub(crate) const DEV_API_PORT: u16 = 9000;
+    pub(crate) const SAM_LOCAL_API_PORT: u16 = 3000;
+    pub(crate) const DYNAMODB_PORT: u16 = 8000;
+    pub(crate) const MAX_EXAMPLES: usize = 100;
+    pub(crate) const GATE_FUZZ_SECONDS: u64 = 5;
+    pub(crate) const FUZZ_SECONDS: u64 = 30;
+    pub(crate) const ROUNDS: usize = 20;
+    pub(crate) const WARM: usize = 600;
+}
+
+#[test]
+fn each_flags_help_names_the_default_applied() {
+    use defaults::*;
+    let number = |n: usize| n.to_string();
+    for (command, flag, default) in [
+        ("dev", "--api-port", DEV_API_PORT.to_string()),
+        ("dev", "--dynamodb-port", DYNAMODB_PORT.to_string()),
+        ("sam-local", "--api-port", SAM_LOCAL_API_PORT.to_string()),
+        ("sam-local", "--dynamodb-port", DYNAMODB_PORT.to_string()),
+        ("test", "--max-examples", number(MAX_EXAMPLES)),
+        ("test", "--fuzz-seconds", GATE_FUZZ_SECONDS.to_string()),
+        ("contract-test", "--max-examples", number(MAX_EXAMPLES)),
+        ("fuzz", "--seconds", FUZZ_SECONDS.to_string()),
+        ("bench", "--rounds", number(ROUNDS)),
+        ("bench", "--warm", number(WARM)),
+    ] {
+        let section =
+            Xtask::HELP_.split("\nxtask ").find(|s| s.starts_with(&format!("{command}\n")));
+        let help = section.and_then(|s| s.split(&format!("{flag} <")).nth(1)).unwrap_or_default();
+        let help = help.split("\n\n").next().unwrap_or_default();
+        assert!(
+            help.contains(&format!("({default}")),
+            "{command} {flag}: {help:?}, default {default}"
+        );
+    }
+}

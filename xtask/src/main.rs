@@ -14,7 +14,7 @@ mod tidy;
 
 use std::process::ExitCode;
 
-use flags::XtaskCmd as Task;
+use flags::{XtaskCmd as Task, defaults};
 use plant_store_local_support::process::{Scope, stop_on_signals};
 use plant_store_local_support::{Result, log, root, tools};
 
@@ -41,26 +41,29 @@ fn main() -> ExitCode {
 
 fn task(task: Task) -> Result {
     match task {
-        Task::Dev(dev) => {
-            local_stack::dev(dev.api_port.unwrap_or(9000), dev.dynamodb_port.unwrap_or(8000))
-        }
-        Task::SamLocal(sam) => {
-            local_stack::sam_local(sam.api_port.unwrap_or(3000), sam.dynamodb_port.unwrap_or(8000))
-        }
+        Task::Dev(dev) => local_stack::dev(
+            dev.api_port.unwrap_or(defaults::DEV_API_PORT),
+            dev.dynamodb_port.unwrap_or(defaults::DYNAMODB_PORT),
+        ),
+        Task::SamLocal(sam) => local_stack::sam_local(
+            sam.api_port.unwrap_or(defaults::SAM_LOCAL_API_PORT),
+            sam.dynamodb_port.unwrap_or(defaults::DYNAMODB_PORT),
+        ),
         Task::Token(token) => local_stack::token(&token.owner),
         Task::Test(test) => full_test::full_test(&full_test::Settings {
-            max_examples: test.max_examples.unwrap_or(100),
-            fuzz_seconds: test.fuzz_seconds.unwrap_or(5),
+            max_examples: test.max_examples.unwrap_or(defaults::MAX_EXAMPLES),
+            fuzz_seconds: test.fuzz_seconds.unwrap_or(defaults::GATE_FUZZ_SECONDS),
         }),
         Task::Bench(flags) => bench::bench(&bench::Settings::from_flags(flags)),
         Task::Fuzz(flags) => {
             let build = flags.build.as_deref().unwrap_or("release");
-            println!("{}", fuzz::fuzz(flags.seconds.unwrap_or(30), build)?);
+            println!("{}", fuzz::fuzz(flags.seconds.unwrap_or(defaults::FUZZ_SECONDS), build)?);
             Ok(())
         }
-        Task::ContractTest(flags) => {
-            contract::contract_test(flags.max_examples.unwrap_or(100), flags.seed)
-        }
+        Task::ContractTest(flags) => contract::contract_test(
+            flags.max_examples.unwrap_or(defaults::MAX_EXAMPLES),
+            flags.seed,
+        ),
         Task::ApiDocs(flags) => {
             if flags.gate {
                 interface::breaking_change_gate()?;

@@ -53,8 +53,8 @@ impl Settings {
         }
         Self {
             smoke: false,
-            rounds: flags.rounds.unwrap_or(20),
-            warm: flags.warm.unwrap_or(600),
+            rounds: flags.rounds.unwrap_or(crate::flags::defaults::ROUNDS),
+            warm: flags.warm.unwrap_or(crate::flags::defaults::WARM),
             prime: drive::PRIME_REQUESTS,
             sam_build: !flags.no_sam_build,
             compare: flags.compare,
