@@ -1,7 +1,6 @@
 //! The edge: an invocation's event through the router (`route.rs`) to its
-//! answer; the token checked once for every operation with the access it
-//! needs, then the operation's handler (`plants.rs`); the request's one
-//! line written (`metrics.rs`).
+//! answer, in the event's format, within the invocation's deadline; the
+//! request's one line written (`metrics.rs`).
 
 use std::convert::Infallible;
 use std::sync::Arc;
@@ -19,9 +18,9 @@ use tracing::Instrument;
 use crate::auth::Verifier;
 use crate::error::Refusal;
 use crate::event::{self, ClientPath, InvocationResponse, Unreadable};
-use crate::metrics::{RequestLine, Steps, timed};
-use crate::plants::Call;
-use crate::route::{self, Operation};
+use crate::metrics::{RequestLine, serving};
+use crate::plants::Plants;
+use crate::route;
 use crate::store::{Deadline, PlantStore};
 use crate::xray;
 
@@ -34,28 +33,10 @@ pub struct PlantApi {
     cors: Option<CorsLayer>,
 }
 
-/// What every operation is answered with.
-struct Plants {
-    verifier: Verifier,
-    store: PlantStore,
-}
-
-/// The operation an answer is of, and its steps' times, for its line.
-#[derive(Clone)]
-struct Served {
-    operation: &'static str,
-    steps: Steps,
-}
-
 impl PlantApi {
     pub fn new(verifier: Verifier, store: PlantStore) -> Self {
         let plants = Arc::new(Plants { verifier, store });
-        let served = plants.clone();
-        let router = route::router(move |operation, request| {
-            let plants = served.clone();
-            async move { plants.serve(operation, request).await }
-        });
-        Self { plants, router, cors: None }
+        Self { router: route::router(plants.clone()), plants, cors: None }
     }
 
     /// Answers browsers of these origins (`route::with_cors`); none: CORS off.
@@ -87,33 +68,30 @@ impl PlantApi {
             traceId = trace_id
         );
         let (format, request) = event::read(event);
-        let (asked, response) = match request {
+        let (asked, (response, served)) = match request {
             Ok(mut request) => {
                 let asked = (request.method().to_string(), ClientPath::of(&request).to_owned());
                 request.extensions_mut().insert(Deadline::before(context.deadline));
-                let served = xray::within(trace, self.router.clone().oneshot(request));
-                let response = served.instrument(invocation.clone()).await;
-                (Some(asked), response.unwrap_or_else(|never| match never {}))
+                let answered = xray::within(trace, self.router.clone().oneshot(request));
+                let answered = serving(answered.instrument(invocation.clone())).await;
+                (Some(asked), (answered.0.unwrap_or_else(|never| match never {}), answered.1))
             }
-            Err(unreadable) => (None, self.unreadable(unreadable).await),
+            Err(unreadable) => (None, (self.unreadable(unreadable).await, Default::default())),
         };
         let (method, path) = asked.as_ref().map_or(("-", "-"), |(m, p)| (m.as_str(), p.as_str()));
-        let served = response.extensions().get::<Served>().cloned();
         let refusal = response.extensions().get::<Refusal>();
         let status = response.status();
         let detail = refusal.and_then(|refusal| refusal.detail.as_deref());
         if let Some(detail) = detail.filter(|_| status.is_server_error()) {
             invocation.in_scope(|| tracing::error!(status = status.as_u16(), detail));
         }
-        let steps = served.as_ref().map(|served| served.steps).unwrap_or_default();
         let line = RequestLine {
             function: &context.env_config.function_name,
-            route: served.as_ref().map_or("other", |served| served.operation),
             method,
             path,
             status: status.as_u16(),
             latency_ms: started.elapsed().as_secs_f64() * 1000.0,
-            steps,
+            served,
             error: refusal.map(|refusal| refusal.message.as_str()),
             reason: detail.filter(|_| !status.is_server_error()),
             request_id: &context.request_id,
@@ -123,9 +101,7 @@ impl PlantApi {
         crate::log::write_line(&line.to_json());
         format.answer(response).await
     }
-}
 
-impl PlantApi {
     /// The answer to an event that is no request: its 400, with the CORS
     /// headers of the origin it names, as every answer to it has.
     async fn unreadable(&self, Unreadable { error, origin }: Unreadable) -> Response {
@@ -138,28 +114,5 @@ impl PlantApi {
             std::future::ready(Ok::<_, Infallible>(error.clone().into_response()))
         });
         cors.clone().layer(answer).oneshot(request).await.unwrap_or_else(|never| match never {})
-    }
-}
-
-impl Plants {
-    /// Answers `operation` for the caller its token names, verified here,
-    /// once, with the access it needs, before any body is read.
-    async fn serve(&self, operation: &'static Operation, request: Request) -> Response {
-        let mut steps = Steps::default();
-        let deadline = request.extensions().get::<Deadline>().copied();
-        let answered = async {
-            let verified = self.verifier.authenticate(request.headers(), operation.access);
-            let owner = timed(&mut steps.auth, verified).await?;
-            let deadline = deadline.unwrap_or_else(|| Deadline::before(0));
-            let call = Call { owner, deadline, steps: &mut steps };
-            (operation.handler)(&self.store, call, request).await
-        }
-        .await;
-        let mut response = answered.unwrap_or_else(IntoResponse::into_response);
-        // Every test holds the answers to the table (held to openapi.yaml).
-        let status = response.status().as_u16();
-        debug_assert!(operation.answers.contains(&status), "{} answered {status}", operation.id);
-        response.extensions_mut().insert(Served { operation: operation.id, steps });
-        response
     }
 }

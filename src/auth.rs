@@ -33,7 +33,7 @@ pub enum Access {
 
 /// Why a request is not authenticated or not allowed: the message is the
 /// client's, the reason (which check failed) the log's; neither holds the token.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error, Deserialize)]
 pub enum AuthError {
     /// No `Authorization` header, or not the `Bearer` scheme.
     #[error("The Authorization header must carry a Bearer token.")]

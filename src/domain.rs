@@ -46,7 +46,7 @@ pub mod limits {
 }
 
 /// Why a request body is not a valid NewPlant. Each message names the field.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error, serde::Deserialize)]
 pub enum PlantError {
     #[error("The request body is not valid JSON ({0}).")]
     NotJson(String),
@@ -93,7 +93,7 @@ trait Field: Sized {
 }
 
 /// A plant id: unique per owner, any int64, a JSON integer literal.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Deserialize)]
 pub struct PlantId(i64);
 
 impl PlantId {

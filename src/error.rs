@@ -17,7 +17,9 @@ const CHALLENGE_INVALID_TOKEN: &str = r#"Bearer realm="plants", error="invalid_t
 /// Seconds a client should wait before retrying what is unavailable now.
 const RETRY_AFTER_SECONDS: &str = "1";
 
-#[derive(Debug, Clone, thiserror::Error)]
+/// Each kind's example in openapi.yaml names it (`x-error`, read by
+/// `Deserialize`), and `cargo test` holds the two to the same answer.
+#[derive(Debug, Clone, thiserror::Error, serde::Deserialize)]
 pub enum ApiError {
     /// The event carries what HTTP cannot represent (`crate::event`).
     #[error("{0}")]

@@ -10,6 +10,7 @@ use std::collections::BTreeMap;
 use aws_lambda_events::apigw::{ApiGatewayProxyResponse, ApiGatewayV2httpResponse};
 use axum::body::to_bytes;
 use axum::extract::Request;
+use axum::http::request::Parts;
 use axum::response::Response;
 use base64::Engine;
 use lambda_http::Body;
@@ -329,11 +330,19 @@ fn body(body: Option<Cow<str>>, is_base64_encoded: bool) -> Result<axum::body::B
 /// The path the client sent (its URI's is the one it is routed on,
 /// [`route_path`]), percent-encoded as in a URI.
 #[derive(Debug, Clone)]
-pub struct ClientPath(String);
+pub struct ClientPath(pub(crate) String);
 
 impl ClientPath {
     pub fn of(request: &Request) -> &str {
         request.extensions().get::<Self>().map_or("/", |path| &path.0)
+    }
+}
+
+impl<S: Sync> axum::extract::FromRequestParts<S> for ClientPath {
+    type Rejection = std::convert::Infallible;
+
+    async fn from_request_parts(parts: &mut Parts, _: &S) -> Result<Self, Self::Rejection> {
+        Ok(parts.extensions.get::<Self>().cloned().unwrap_or(Self("/".into())))
     }
 }
 

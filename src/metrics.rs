@@ -3,33 +3,68 @@
 //! them), which CloudWatch Logs turns into metrics with no AWS call;
 //! written without a serializer.
 
+use std::cell::Cell;
 use std::fmt::Write;
 use std::time::{Instant, SystemTime, UNIX_EPOCH};
 
-/// How long a request's token check and store work took, in ms.
+/// What a request's line says of its serving: the operation (`None`: the
+/// router's own answer), and how long its token check and store work took.
 #[derive(Debug, Default, Clone, Copy)]
-pub(crate) struct Steps {
-    pub(crate) auth: Option<f64>,
-    pub(crate) store: Option<f64>,
+pub(crate) struct Served {
+    pub(crate) operation: Option<&'static str>,
+    pub(crate) auth_ms: Option<f64>,
+    pub(crate) store_ms: Option<f64>,
 }
 
-/// `work`, its time kept in `step`.
-pub(crate) async fn timed<T>(step: &mut Option<f64>, work: impl Future<Output = T>) -> T {
+impl Served {
+    pub(crate) fn auth(&mut self) -> &mut Option<f64> {
+        &mut self.auth_ms
+    }
+
+    pub(crate) fn store(&mut self) -> &mut Option<f64> {
+        &mut self.store_ms
+    }
+}
+
+tokio::task_local! {
+    /// The request being served (one task a request): what its line reports.
+    static SERVED: Cell<Served>;
+}
+
+/// `work`'s output, and what was recorded of its serving meanwhile.
+pub(crate) async fn serving<T>(work: impl Future<Output = T>) -> (T, Served) {
+    let recorded = async { (work.await, SERVED.with(Cell::get)) };
+    SERVED.scope(Cell::new(Served::default()), recorded).await
+}
+
+/// Records what the request serves, by `change` (outside [`serving`]: nothing).
+pub(crate) fn record(change: impl FnOnce(&mut Served)) {
+    let _ = SERVED.try_with(|served| {
+        let mut now = served.get();
+        change(&mut now);
+        served.set(now);
+    });
+}
+
+/// `work`, its time recorded in the step `step` picks.
+pub(crate) async fn timed<T>(
+    step: fn(&mut Served) -> &mut Option<f64>,
+    work: impl Future<Output = T>,
+) -> T {
     let started = Instant::now();
     let done = work.await;
-    *step = Some(started.elapsed().as_secs_f64() * 1000.0);
+    record(|served| *step(served) = Some(started.elapsed().as_secs_f64() * 1000.0));
     done
 }
 
 /// One answered request, as its line reports it.
 pub(crate) struct RequestLine<'a> {
     pub(crate) function: &'a str,
-    pub(crate) route: &'a str,
     pub(crate) method: &'a str,
     pub(crate) path: &'a str,
     pub(crate) status: u16,
     pub(crate) latency_ms: f64,
-    pub(crate) steps: Steps,
+    pub(crate) served: Served,
     /// A refusal's message, and why (never sent to the client).
     pub(crate) error: Option<&'a str>,
     pub(crate) reason: Option<&'a str>,
@@ -53,7 +88,7 @@ impl RequestLine<'_> {
         let mut line = format!(
             r#"{{"_aws":{{"Timestamp":{timestamp},"CloudWatchMetrics":[{DIRECTIVE}]}},"FunctionName":{},"Route":{},"StatusClass":"{}xx","Requests":1,"Latency":{},"ClientErrors":{},"ServerErrors":{},"Unavailable":{},"BoundRefusals":{},"level":"INFO","message":"request","method":{},"path":{},"status":{status},"latency_ms":{}"#,
             text(self.function),
-            text(self.route),
+            text(self.served.operation.unwrap_or("other")),
             (status / 100).min(5),
             self.latency_ms,
             count((400..500).contains(&status)),
@@ -64,7 +99,7 @@ impl RequestLine<'_> {
             text(self.path),
             self.latency_ms,
         );
-        for (name, ms) in [("auth_ms", self.steps.auth), ("store_ms", self.steps.store)] {
+        for (name, ms) in [("auth_ms", self.served.auth_ms), ("store_ms", self.served.store_ms)] {
             let _ = ms.map(|ms| write!(line, r#","{name}":{ms}"#));
         }
         for (name, value) in [("error", self.error), ("reason", self.reason)] {

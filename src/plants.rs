@@ -1,70 +1,62 @@
-//! The operations' handlers: the request read into domain types, the store
-//! called for the caller the token names (`api.rs` checked it), the answer.
+//! The operations' handlers on axum's extractors: the caller and its access
+//! ([`Caller`], before anything else is read), then the query or the body
+//! as domain types, each refusal the project's own answer; the store
+//! called; the answer.
 
 use std::borrow::Cow;
+use std::sync::Arc;
 
 use axum::Json;
 use axum::body::to_bytes;
-use axum::extract::Request;
+use axum::extract::{FromRequest, FromRequestParts, Request, State};
+use axum::http::request::Parts;
 use axum::response::{IntoResponse, Response};
 use lambda_http::http::header::{CONTENT_TYPE, LINK};
 use lambda_http::http::{HeaderMap, HeaderValue};
 
+use crate::auth::{Access, Verifier};
 use crate::domain::limits::MAX_BODY_BYTES;
-use crate::domain::{Cursor, Limit, NewPlant, Owner};
+use crate::domain::{Cursor, Limit, NewPlant, Owner, PlantId};
 use crate::error::ApiError;
 use crate::event::ClientPath;
-use crate::metrics::{Steps, timed};
-use crate::store::{Created, Deadline, PlantStore, StoredPlant};
+use crate::metrics::{Served, timed};
+use crate::store::{Created, PlantStore, StoredPlant};
 
-/// One call of an operation: the caller the token names, when the store's
-/// work must end, and the times of its steps.
-pub(crate) struct Call<'a> {
-    pub(crate) owner: Owner,
-    pub(crate) deadline: Deadline,
-    pub(crate) steps: &'a mut Steps,
+/// What every operation is answered with: the router's state.
+pub(crate) struct Plants {
+    pub(crate) verifier: Verifier,
+    pub(crate) store: PlantStore,
 }
 
+type Shared = State<Arc<Plants>>;
+
 pub(crate) async fn create_plant(
-    store: &PlantStore,
-    call: Call<'_>,
-    request: Request,
+    State(plants): Shared,
+    Caller(owner): Caller,
+    new: NewPlant,
 ) -> Result<Response, ApiError> {
-    require_json_content_type(request.headers())?;
-    let body = to_bytes(request.into_body(), usize::MAX).await;
-    let body = body.map_err(|error| ApiError::Internal(error.to_string()))?;
-    if body.len() > MAX_BODY_BYTES {
-        return Err(ApiError::PayloadTooLarge);
+    let created = timed(Served::store, plants.store.create(&owner, &new)).await?;
+    match created {
+        Created::New | Created::Retry => Ok(Json(StoredPlant::from(&new.plant)).into_response()),
+        Created::Conflict => Err(ApiError::Conflict(new.id)),
+        Created::LimitReached(max) => Err(ApiError::TooManyPlants(max)),
     }
-    let new = NewPlant::from_json(&body)?;
-    let created = store.create(&call.owner, &new, call.deadline);
-    match timed(&mut call.steps.store, created).await? {
-        Created::New | Created::Retry => {}
-        Created::Conflict => return Err(ApiError::Conflict(new.id)),
-        Created::LimitReached(max) => return Err(ApiError::TooManyPlants(max)),
-    }
-    Ok(Json(StoredPlant::from(&new.plant)).into_response())
 }
 
 pub(crate) async fn list_plants(
-    store: &PlantStore,
-    call: Call<'_>,
-    request: Request,
+    State(plants): Shared,
+    Caller(owner): Caller,
+    Page { limit, after }: Page,
+    path: ClientPath,
 ) -> Result<Response, ApiError> {
-    let (limit, cursor) = (limit_parameter(&request)?, cursor_parameter(&request)?);
-    let after = cursor.map(|cursor| cursor.after);
-    let listed = store.list(&call.owner, limit, after, call.deadline);
-    let page = timed(&mut call.steps.store, listed).await?;
+    let page = timed(Served::store, plants.store.list(&owner, limit, after)).await?;
     let mut response = Json(&page.plants).into_response();
     if let Some(after) = page.next_after {
         // RFC 8288, relative to the path as the caller saw it, with one
         // leading slash: `//host/...` would name another host.
-        let next = format!(
-            "</{}?limit={}&cursor={}>; rel=\"next\"",
-            ClientPath::of(&request).trim_start_matches('/'),
-            limit.get(),
-            Cursor::after(after).encode()
-        );
+        let path = path.0.trim_start_matches('/');
+        let cursor = Cursor::after(after).encode();
+        let next = format!("</{path}?limit={}&cursor={cursor}>; rel=\"next\"", limit.get());
         if let Ok(value) = HeaderValue::from_str(&next) {
             response.headers_mut().insert(LINK, value);
         }
@@ -72,7 +64,34 @@ pub(crate) async fn list_plants(
     Ok(response)
 }
 
-/// `application/json`, with any parameters; a missing Content-Type is read as JSON.
+/// The caller the bearer token names, granted the access its operation
+/// needs (`route::operation` put it in the request).
+pub(crate) struct Caller(Owner);
+
+impl FromRequestParts<Arc<Plants>> for Caller {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, plants: &Arc<Plants>) -> Result<Self, ApiError> {
+        let access = parts.extensions.get::<Access>().copied();
+        let access =
+            access.ok_or_else(|| ApiError::Internal("a route without an access".into()))?;
+        let owner = plants.verifier.authenticate(&parts.headers, access);
+        Ok(Self(timed(Served::auth, owner).await?))
+    }
+}
+
+/// A create's body: `application/json` (a missing Content-Type is read as
+/// JSON), at most [`MAX_BODY_BYTES`], a NewPlant.
+impl<S: Sync> FromRequest<S> for NewPlant {
+    type Rejection = ApiError;
+
+    async fn from_request(request: Request, _: &S) -> Result<Self, ApiError> {
+        require_json_content_type(request.headers())?;
+        let body = to_bytes(request.into_body(), MAX_BODY_BYTES).await;
+        Ok(Self::from_json(&body.map_err(|_| ApiError::PayloadTooLarge)?)?)
+    }
+}
+
 fn require_json_content_type(headers: &HeaderMap) -> Result<(), ApiError> {
     let Some(value) = headers.get(CONTENT_TYPE) else {
         return Ok(());
@@ -84,27 +103,37 @@ fn require_json_content_type(headers: &HeaderMap) -> Result<(), ApiError> {
     }
 }
 
+/// A listing's page: `limit` (or its default) and where `cursor` says it
+/// starts, each given at most once.
+pub(crate) struct Page {
+    limit: Limit,
+    after: Option<PlantId>,
+}
+
+impl<S: Sync> FromRequestParts<S> for Page {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, _: &S) -> Result<Self, ApiError> {
+        let query = parts.uri.query().unwrap_or_default();
+        let limit = match single_parameter(query, "limit")? {
+            None => Limit::DEFAULT,
+            Some(value) => Limit::parse(&value).ok_or(ApiError::InvalidLimit)?,
+        };
+        let cursor = single_parameter(query, "cursor")?;
+        let cursor = cursor.map(|value| Cursor::parse(&value).ok_or(ApiError::InvalidCursor));
+        Ok(Self { limit, after: cursor.transpose()?.map(|cursor| cursor.after) })
+    }
+}
+
 /// The one value of a query parameter, if given; repeating it is an error.
-fn single_parameter<'r>(
-    request: &'r Request,
+fn single_parameter<'q>(
+    query: &'q str,
     name: &'static str,
-) -> Result<Option<Cow<'r, str>>, ApiError> {
-    let query = form_urlencoded::parse(request.uri().query().unwrap_or_default().as_bytes());
+) -> Result<Option<Cow<'q, str>>, ApiError> {
+    let query = form_urlencoded::parse(query.as_bytes());
     let mut values = query.filter(|(parameter, _)| parameter == name).map(|(_, value)| value);
     match (values.next(), values.next()) {
         (value, None) => Ok(value),
-        (Some(_), Some(_)) | (None, Some(_)) => Err(ApiError::RepeatedParameter(name)),
+        (_, Some(_)) => Err(ApiError::RepeatedParameter(name)),
     }
-}
-
-fn limit_parameter(request: &Request) -> Result<Limit, ApiError> {
-    match single_parameter(request, "limit")? {
-        None => Ok(Limit::DEFAULT),
-        Some(value) => Limit::parse(&value).ok_or(ApiError::InvalidLimit),
-    }
-}
-
-fn cursor_parameter(request: &Request) -> Result<Option<Cursor>, ApiError> {
-    let cursor = single_parameter(request, "cursor")?;
-    cursor.map(|value| Cursor::parse(&value).ok_or(ApiError::InvalidCursor)).transpose()
 }

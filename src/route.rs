@@ -1,14 +1,16 @@
-//! The API's operations in one table, each held to openapi.yaml's by
-//! tests/api/interface.rs; axum's router built from it (404, 405 with
-//! `Allow`), and tower-http's CORS layer for the origins listed.
+//! The API's operations: their facts in one table, which `cargo test` holds
+//! to openapi.yaml's (tests/api/interface.rs), and axum's router of their
+//! handlers (`plants.rs`), each request bounded by its deadline; 404 and
+//! 405 with `Allow`; tower-http's CORS layer for the origins listed.
 
-use std::pin::Pin;
+use std::sync::Arc;
 use std::time::Duration;
 
 use axum::Router;
-use axum::extract::Request;
-use axum::response::Response;
-use axum::routing::{MethodFilter, on};
+use axum::extract::{MatchedPath, Request};
+use axum::middleware::{self, Next};
+use axum::response::{IntoResponse, Response};
+use axum::routing::get;
 use lambda_http::http::header::{
     ACCESS_CONTROL_REQUEST_METHOD, AUTHORIZATION, CONTENT_TYPE, LINK, ORIGIN, RETRY_AFTER,
     WWW_AUTHENTICATE,
@@ -19,8 +21,9 @@ use tower_http::cors::{AllowOrigin, CorsLayer};
 
 use crate::auth::Access;
 use crate::error::ApiError;
-use crate::plants::{self, Call};
-use crate::store::PlantStore;
+use crate::metrics::record;
+use crate::plants::{self, Plants};
+use crate::store::Deadline;
 
 /// One operation: openapi.yaml's method, path and `operationId`.
 pub struct Operation {
@@ -31,12 +34,7 @@ pub struct Operation {
     pub access: Access,
     /// The statuses the function answers it with (the edge adds its own).
     pub answers: &'static [u16],
-    /// The operation's answer, from the store, for the call's caller.
-    pub(crate) handler: Handler,
 }
-
-pub(crate) type Handler = for<'a> fn(&'a PlantStore, Call<'a>, Request) -> Answer<'a>;
-pub(crate) type Answer<'a> = Pin<Box<dyn Future<Output = Result<Response, ApiError>> + Send + 'a>>;
 
 /// Every operation of the API. Each needs a bearer token.
 pub static OPERATIONS: [Operation; 2] = [
@@ -46,7 +44,6 @@ pub static OPERATIONS: [Operation; 2] = [
         path: "/plants",
         access: Access::Read,
         answers: &[200, 400, 401, 403, 431, 500, 503],
-        handler: |store, call, request| Box::pin(plants::list_plants(store, call, request)),
     },
     Operation {
         id: "createPlant",
@@ -54,27 +51,45 @@ pub static OPERATIONS: [Operation; 2] = [
         path: "/plants",
         access: Access::Write,
         answers: &[200, 400, 401, 403, 409, 413, 415, 431, 500, 503],
-        handler: |store, call, request| Box::pin(plants::create_plant(store, call, request)),
     },
 ];
 
-/// The router of [`OPERATIONS`], each request of one answered by `serve`.
-pub(crate) fn router<S, F>(serve: S) -> Router
-where
-    S: Fn(&'static Operation, Request) -> F + Clone + Send + Sync + 'static,
-    F: Future<Output = Response> + Send + 'static,
-{
-    let routes = OPERATIONS.iter().fold(Router::new(), |router, operation| {
-        let filter =
-            MethodFilter::try_from(operation.method.clone()).expect("a method axum routes");
-        let serve = serve.clone();
-        router.route(operation.path, on(filter, move |request: Request| serve(operation, request)))
-    });
+/// The operations' handlers, each request within its deadline.
+pub(crate) fn router(plants: Arc<Plants>) -> Router {
     let not_allowed = |request: Request| async move {
         let (method, path) = (request.method().to_string(), request.uri().path().to_owned());
         ApiError::MethodNotAllowed { method, path }
     };
-    routes.fallback(async || ApiError::NotFound).method_not_allowed_fallback(not_allowed)
+    Router::new()
+        .route("/plants", get(plants::list_plants).post(plants::create_plant))
+        .route_layer(middleware::from_fn(operation))
+        .fallback(async || ApiError::NotFound)
+        .method_not_allowed_fallback(not_allowed)
+        .with_state(plants)
+}
+
+/// The routed request's operation in [`OPERATIONS`] (HEAD is GET's): its
+/// access for the handler's `Caller`, its answer within the request's
+/// [`Deadline`] (past it, 503), and its id for the request's line.
+async fn operation(mut request: Request, next: Next) -> Response {
+    let path = request.extensions().get::<MatchedPath>().map(MatchedPath::as_str);
+    let method = if request.method() == Method::HEAD { &Method::GET } else { request.method() };
+    let found = OPERATIONS.iter().find(|op| op.method == method && Some(op.path) == path);
+    let Some(operation) = found else {
+        return next.run(request).await; // a method its path has no operation for: 405
+    };
+    let Some(Deadline(deadline)) = request.extensions().get::<Deadline>().copied() else {
+        return ApiError::Internal("a request without its deadline".into()).into_response();
+    };
+    record(|served| served.operation = Some(operation.id));
+    request.extensions_mut().insert(operation.access);
+    let answer = tokio::time::timeout_at(deadline, next.run(request)).await;
+    let passed = || ApiError::Unavailable("the request's deadline passed".into()).into_response();
+    let response = answer.unwrap_or_else(|_| passed());
+    // Every test holds the answers to the table (held to openapi.yaml).
+    let status = response.status().as_u16();
+    debug_assert!(operation.answers.contains(&status), "{} answered {status}", operation.id);
+    response
 }
 
 /// `router` answering browsers of the origins listed (the Fetch Standard),

@@ -32,9 +32,10 @@ const WARM_UP_TIMEOUT: Duration = Duration::from_secs(1);
 /// lines, handing it back to Lambda), kept free of the invocation's time.
 const ANSWER_MARGIN: Duration = Duration::from_millis(300);
 
-/// When a request's store work must be over: past it the answer is 503.
+/// When a request's work must be over: past it the answer is 503
+/// (`route::deadline`, which drops the work: docs/contract.md).
 #[derive(Debug, Clone, Copy)]
-pub struct Deadline(tokio::time::Instant);
+pub struct Deadline(pub(crate) tokio::time::Instant);
 
 impl Deadline {
     /// The store's deadline for an invocation whose own is `invocation_ms`
@@ -49,19 +50,6 @@ impl Deadline {
             _ => STORE_BUDGET,
         };
         Self(tokio::time::Instant::now() + left.min(STORE_BUDGET))
-    }
-
-    /// `work`, or [`StoreError::Unavailable`] when the deadline passes first
-    /// (the work is dropped: docs/contract.md).
-    async fn run<T>(
-        self,
-        work: impl Future<Output = Result<T, StoreError>>,
-    ) -> Result<T, StoreError> {
-        tokio::time::timeout_at(self.0, work).await.unwrap_or_else(|_| {
-            Err(StoreError::Unavailable(
-                "the request's deadline passed before the store answered".into(),
-            ))
-        })
     }
 }
 
@@ -132,28 +120,22 @@ impl PlantStore {
     }
 
     /// Stores a plant unless the owner has one with that id (never
-    /// overwrites) or has the most plants allowed, within `deadline`; a
-    /// retry of a stored plant is answered, at the bound too.
-    pub async fn create(
-        &self,
-        owner: &Owner,
-        new: &NewPlant,
-        deadline: Deadline,
-    ) -> Result<Created, StoreError> {
-        let put = || deadline.run(async { Ok(self.put(owner, new).await) });
+    /// overwrites) or has the most plants allowed; a retry of a stored plant
+    /// is answered, at the bound too.
+    pub async fn create(&self, owner: &Owner, new: &NewPlant) -> Result<Created, StoreError> {
         let Some(bound) = self.bound else {
-            return put().await?.0;
+            return self.put(owner, new).await.0;
         };
-        if !deadline.run(self.take_place(owner, bound)).await? {
+        if !self.take_place(owner, bound).await? {
             // At the bound: a retry of a stored plant, a conflict, or the
             // bound, told apart by the stored item as it is now.
-            return Ok(match deadline.run(self.stored(owner, new.id)).await? {
+            return Ok(match self.stored(owner, new.id).await? {
                 Some(stored) => taken(stored.as_ref(), new),
                 None => Created::LimitReached(bound.get()),
             });
         }
-        let (created, unwritten) = put().await?;
-        if unwritten && let Err(error) = deadline.run(self.give_place_back(owner)).await {
+        let (created, unwritten) = self.put(owner, new).await;
+        if unwritten && let Err(error) = self.give_place_back(owner).await {
             // The count stays one high: the bound is strict still.
             tracing::warn!(?error, "the count could not be given back");
         }
@@ -263,7 +245,6 @@ impl PlantStore {
         owner: &Owner,
         limit: Limit,
         after: Option<PlantId>,
-        deadline: Deadline,
     ) -> Result<Page, StoreError> {
         let wanted = limit.get();
         let mut rows: Vec<(PlantId, StoredPlant)> = Vec::with_capacity(wanted);
@@ -283,7 +264,7 @@ impl PlantStore {
                 .consistent_read(true)
                 .limit(remaining)
                 .set_exclusive_start_key(start_key);
-            let page = deadline.run(async { Ok(Box::pin(query.send()).await?) }).await?;
+            let page = Box::pin(query.send()).await?;
             for item in page.items() {
                 let Some(id) = plant_id(item) else {
                     passed_over = true;
