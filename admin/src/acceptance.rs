@@ -10,6 +10,8 @@ use reqwest::header::HeaderMap;
 use reqwest::{Method, StatusCode};
 use serde_json::{Value, json};
 
+use plant_store_local_support::documented;
+
 /// The plain challenge and the invalid-token challenge (RFC 6750).
 const CHALLENGE: &str = r#"Bearer realm="plants""#;
 const INVALID_TOKEN: &str = r#"Bearer realm="plants", error="invalid_token""#;
@@ -103,6 +105,8 @@ impl Suite {
         self.creates_and_retries().await?;
         self.isolates_owners().await?;
         self.pages_to_the_end().await?;
+        self.every_operation().await?;
+        self.other_methods().await?;
         self.rejects().await
     }
 
@@ -215,60 +219,93 @@ impl Suite {
         Ok(plants)
     }
 
-    /// Each refusal the contract names: the request (as owner A, or
-    /// without a token; a body with its Content-Type), the status, what
-    /// the Error body's message names, and a header the answer must carry.
+    /// What every operation of openapi.yaml answers its example request:
+    /// 401 without a token or with a broken one; as owner A, one of the
+    /// statuses it documents.
+    async fn every_operation(&mut self) -> Result<(), Failure> {
+        let a = self.a.authorization.clone();
+        let tampered = tamper(&a);
+        #[rustfmt::skip]
+        let rules = [
+            ("every operation, without a token: 401 with WWW-Authenticate: Bearer realm=\"plants\"", None, Some(CHALLENGE)),
+            ("every operation, with a broken signature: 401 invalid_token", Some(tampered.as_str()), Some(INVALID_TOKEN)),
+            ("every operation, its example as owner A: a status it documents", Some(a.as_str()), None),
+        ];
+        let operations = documented::operations();
+        for (rule, authorization, challenge) in rules {
+            for operation in &operations {
+                let mut headers: Vec<_> =
+                    authorization.map(|a| ("authorization", a)).into_iter().collect();
+                headers
+                    .extend(operation.body.as_ref().map(|_| ("content-type", "application/json")));
+                let method = Method::from_bytes(operation.method.as_bytes()).unwrap();
+                let response = self
+                    .api
+                    .send(method, &operation.target, &headers, operation.body.clone())
+                    .await;
+                match challenge {
+                    Some(challenge) => {
+                        response.expect_error(rule, StatusCode::UNAUTHORIZED, "token")?;
+                        response.expect_header(rule, "www-authenticate", challenge)?;
+                    }
+                    None => response.expect_documented(rule, &operation.statuses)?,
+                }
+            }
+            self.passed(rule);
+        }
+        Ok(())
+    }
+
+    /// On each operation's path, a method it does not document: 405 with
+    /// `Allow` naming those it does.
+    async fn other_methods(&mut self) -> Result<(), Failure> {
+        const RULE: &str =
+            "a method its path does not document: 405 with Allow naming those it does";
+        for operation in documented::operations() {
+            let documented = documented::methods_of(&operation.path);
+            let other = ["DELETE", "PUT", "PATCH", "POST"]
+                .into_iter()
+                .find(|m| !documented.iter().any(|d| d == m));
+            let other = other.expect("a method the path does not document");
+            let headers = [("authorization", self.a.authorization.as_str())];
+            let method = Method::from_bytes(other.as_bytes()).unwrap();
+            let response = self.api.send(method, &operation.target, &headers, None).await;
+            response.expect_error(RULE, StatusCode::METHOD_NOT_ALLOWED, other)?;
+            response.expect_header(RULE, "allow", &documented.join(", "))?;
+        }
+        self.passed(RULE);
+        Ok(())
+    }
+
+    /// Each refusal the contract names: the request (as owner A; a body
+    /// with its Content-Type), the status, what the Error body's message
+    /// names.
     async fn rejects(&mut self) -> Result<(), Failure> {
         let (owner_a, run) = (self.a.authorization.clone(), self.run);
-        let (a, tampered) = (Some(owner_a.as_str()), tamper(&owner_a));
+        let a = Some(owner_a.as_str());
         let json = |body: Value| Some(("application/json", body));
         let large = json!({"id": run + 5, "name": "x".repeat(OVERSIZED_NAME_LENGTH)});
         let ivy = Some(("text/plain", json!({"id": run + 6, "name": "Ivy"})));
-        // A method openapi.yaml does not document for /plants, and those it does.
-        let documented = documented_methods("/plants");
-        let other = ["DELETE", "PUT", "PATCH"].into_iter().find(|m| !documented.contains(m));
-        let other = other.expect("a method /plants does not document");
-        let allow = documented.join(", ");
         #[rustfmt::skip]
         let rejections = [
-            ("no token: 401 with WWW-Authenticate: Bearer realm=\"plants\"",
-             Method::GET, "/plants", None, None, StatusCode::UNAUTHORIZED, "token", Some(("www-authenticate", CHALLENGE))),
-            ("a token with a broken signature: 401 invalid_token",
-             Method::GET, "/plants", Some(tampered.as_str()), None, StatusCode::UNAUTHORIZED, "token", Some(("www-authenticate", INVALID_TOKEN))),
             ("a plant without a name: 400 naming the field",
-             Method::POST, "/plants", a, json(json!({"id": run + 4})), StatusCode::BAD_REQUEST, "name", None),
-            ("limit=0: 400 naming limit", Method::GET, "/plants?limit=0", a, None, StatusCode::BAD_REQUEST, "limit", None),
-            ("an unknown path: 404", Method::GET, "/gardens", a, None, StatusCode::NOT_FOUND, "path", None),
-            ("a method /plants does not document: 405 with Allow naming those it does",
-             Method::from_bytes(other.as_bytes()).unwrap(), "/plants", a, None, StatusCode::METHOD_NOT_ALLOWED, other, Some(("allow", allow.as_str()))),
-            ("a body over 16 KiB: 413", Method::POST, "/plants", a, json(large), StatusCode::PAYLOAD_TOO_LARGE, "16384 bytes", None),
-            ("Content-Type: text/plain: 415", Method::POST, "/plants", a, ivy, StatusCode::UNSUPPORTED_MEDIA_TYPE, "Content-Type", None),
+             Method::POST, "/plants", a, json(json!({"id": run + 4})), StatusCode::BAD_REQUEST, "name"),
+            ("limit=0: 400 naming limit", Method::GET, "/plants?limit=0", a, None, StatusCode::BAD_REQUEST, "limit"),
+            ("an unknown path: 404", Method::GET, "/gardens", a, None, StatusCode::NOT_FOUND, "path"),
+            ("a body over 16 KiB: 413", Method::POST, "/plants", a, json(large), StatusCode::PAYLOAD_TOO_LARGE, "16384 bytes"),
+            ("Content-Type: text/plain: 415", Method::POST, "/plants", a, ivy, StatusCode::UNSUPPORTED_MEDIA_TYPE, "Content-Type"),
         ];
-        for (rule, method, path, authorization, body, status, mentions, header) in rejections {
+        for (rule, method, path, authorization, body, status, mentions) in rejections {
             let mut headers: Vec<_> =
                 authorization.map(|token| ("authorization", token)).into_iter().collect();
             headers.extend(body.as_ref().map(|(content_type, _)| ("content-type", *content_type)));
             let body = body.map(|(_, body)| body.to_string());
             let response = self.api.send(method, path, &headers, body).await;
             response.expect_error(rule, status, mentions)?;
-            if let Some((name, value)) = header {
-                response.expect_header(rule, name, value)?;
-            }
             self.passed(rule);
         }
         Ok(())
     }
-}
-
-/// The methods openapi.yaml, the interface's source, documents for `path`.
-fn documented_methods(path: &str) -> Vec<&'static str> {
-    let spec: serde_yaml_ng::Value =
-        serde_yaml_ng::from_str(include_str!("../../openapi.yaml")).expect("openapi.yaml is YAML");
-    let methods = ["GET", "PUT", "POST", "DELETE", "OPTIONS", "HEAD", "PATCH", "TRACE"];
-    let operations = spec["paths"][path].as_mapping().into_iter().flat_map(|item| item.keys());
-    let named: Vec<String> =
-        operations.filter_map(|key| Some(key.as_str()?.to_uppercase())).collect();
-    methods.into_iter().filter(|method| named.iter().any(|named| named == method)).collect()
 }
 
 /// The plant's name, by which a run finds its plants in a listing.
@@ -375,6 +412,15 @@ impl Exchange {
             return Err(self.failure(rule, "expected Content-Type: application/json"));
         }
         serde_json::from_str(body).map_err(|_| self.failure(rule, "the body is not JSON"))
+    }
+
+    /// One of the statuses the operation documents; a JSON body if below 400.
+    fn expect_documented(&self, rule: &'static str, statuses: &[u16]) -> Result<(), Failure> {
+        let status = self.result.as_ref().map_or(0, |(status, _, _)| status.as_u16());
+        if !statuses.contains(&status) {
+            return Err(self.failure(rule, &format!("expected one of {statuses:?}")));
+        }
+        self.expect_status(rule, StatusCode::from_u16(status).unwrap()).map(drop)
     }
 
     fn expect_json(

@@ -1,5 +1,6 @@
 //! Whole events of the three shapes, every part a client controls fuzzed,
-//! through `PlantApi::invoke`: a status of the operations' (the store is a
+//! through `PlantApi::invoke`: mostly to an operation of `OPERATIONS`, its
+//! path parameters any text; a status of the operations' (the store is a
 //! closed port: 503), JSON, and for an error the Error body.
 #![no_main]
 
@@ -64,8 +65,19 @@ fn setup() -> &'static Setup {
 fn event(setup: &Setup, input: &mut Unstructured) -> Result<Value> {
     let shape = usize::from(input.int_in_range(0..=2u8)?);
     let mut event = setup.shapes[shape].clone();
-    let path: String = input.arbitrary()?;
-    let method = *input.choose(&["GET", "POST", "DELETE", "PUT", "OPTIONS", "HEAD", "G:T"])?;
+    let operation = input.choose(&OPERATIONS)?;
+    let method = operation.method.as_str();
+    let method = *input.choose(&[method, method, "GET", "POST", "DELETE", "OPTIONS", "HEAD", "G:T"])?;
+    let path = match input.arbitrary()? {
+        true => input.arbitrary()?,
+        false => {
+            let segments = operation.path.split('/').map(|segment| match segment.starts_with('{') {
+                true => input.arbitrary::<String>(),
+                false => Ok(segment.to_owned()),
+            });
+            segments.collect::<Result<Vec<_>>>()?.join("/")
+        }
+    };
     let mut headers = serde_json::Map::new();
     if input.arbitrary()? {
         headers.insert("authorization".into(), json!(format!("Bearer {}", setup.genuine)));

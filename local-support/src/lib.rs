@@ -1,6 +1,7 @@
 //! What runs around the function on this machine, for the tasks, the tests
 //! and the benchmark alike, each thing started in one way, here.
 
+pub mod documented;
 pub mod dynamodb_local;
 pub mod fault_proxy;
 pub mod function;

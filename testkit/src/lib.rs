@@ -14,8 +14,9 @@ pub mod sam_local;
 
 pub use app::TestApp;
 pub use dynamodb::{CallCounter, counted_dynamodb_client};
-pub use event::ApiGatewayEvent;
+pub use event::{ApiGatewayEvent, EDGES};
 pub use keys::{TestKeys, bearer, keys, token, token_rules, verifier};
+pub use plant_store_local_support::documented::{self, Documented, operations};
 pub use plant_store_local_support::keys::{AUDIENCE, ISSUER, SigningKey, unix_now};
 pub use plant_store_local_support::{
     fault_proxy, http_server, runtime_api, tls_front, tools, xray_daemon,

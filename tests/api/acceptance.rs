@@ -66,6 +66,13 @@ async fn the_acceptance_suite_names_the_rule_an_api_breaks() {
     assert!(!broken.to_string().contains(&alice));
 }
 
+#[tokio::test]
+async fn the_acceptance_suite_passes_whole_against_the_function() {
+    let url = serve_over_http(Arc::new(TestApp::new().await), None).await;
+    let report = acceptance::run(&url, &token("alice"), &token("bob")).await;
+    assert!(report.broken.is_none(), "{}", report.broken.unwrap());
+}
+
 /// The function in Cognito mode for `pool`, its keys from the pool's JWKS URL.
 async fn cognito_app(moto: &MotoCognito, pool: &Pool) -> TestApp {
     let access = AccessTokenRule::Cognito(vec![pool.client_id.clone()]);

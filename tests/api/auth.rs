@@ -10,8 +10,8 @@ use plant_store::jwks::KeySource;
 use plant_store_testkit::forgeries::{claims, forged_tokens, with, without};
 use plant_store_testkit::key_server::KeyServer;
 use plant_store_testkit::{
-    ApiGatewayEvent, CHALLENGE, INVALID_TOKEN, TestApp, assert_accepted, assert_refused, bearer,
-    keys, token, token_rules,
+    ApiGatewayEvent, CHALLENGE, EDGES, INVALID_TOKEN, TestApp, assert_accepted, assert_refused,
+    bearer, keys, token, token_rules,
 };
 use plant_store_testkit::{SigningKey, unix_now};
 use serde_json::{Value, json};
@@ -111,31 +111,6 @@ async fn the_authorization_header_holds_one_bearer_token_or_gets_401() {
     }
 }
 
-/// `events/<edge>/list-plants.json` with `headers` as the request's
-/// headers, each value as that edge's event carries it: a REST API's in
-/// both maps (`headers` the last), an HTTP API's and a function URL's
-/// joined with a comma.
-fn listing(edge: &str, headers: &[(String, String)]) -> String {
-    let path = format!("{}/events/{edge}/list-plants.json", env!("CARGO_MANIFEST_DIR"));
-    let mut event: Value = serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
-    let rest = event["multiValueHeaders"].is_object();
-    let (mut single, mut multi) = (serde_json::Map::new(), serde_json::Map::new());
-    for (name, value) in headers {
-        let values = multi.entry(name.clone()).or_insert_with(|| json!([]));
-        values.as_array_mut().unwrap().push(json!(value));
-        let value = match (rest, single.get(name).and_then(Value::as_str)) {
-            (false, Some(previous)) => format!("{previous},{value}"),
-            _ => value.clone(),
-        };
-        single.insert(name.clone(), json!(value));
-    }
-    event["headers"] = Value::Object(single);
-    if rest {
-        event["multiValueHeaders"] = Value::Object(multi);
-    }
-    event.to_string()
-}
-
 /// The rule behind the firewall's per-caller limit (docs/contract.md): the
 /// function authenticates exactly the request the firewall keyed, on every
 /// edge. Each value an event carries is read, in either of a REST event's
@@ -146,31 +121,30 @@ fn listing(edge: &str, headers: &[(String, String)]) -> String {
 async fn the_function_authenticates_exactly_the_request_the_firewall_keyed() {
     let app = TestApp::new().await;
     let (alice, junk) = (bearer("alice"), "Bearer junk".to_owned());
-    let header = |name: &str, value: &String| (name.to_owned(), value.clone());
-    let padding: Vec<_> = (0..250).map(|n| header(&format!("x-pad-{n}"), &"1".into())).collect();
-    let one = [header("authorization", &alice)];
-    for edge in ["rest-api", "http-api", "function-url"] {
-        assert_eq!(app.invoke(&listing(edge, &one)).await.status, 200, "{edge}");
+    let listing = |headers: &[(&str, &str)]| {
+        let get = ApiGatewayEvent::new("GET", "/plants");
+        headers.iter().fold(get, |get, (name, value)| get.header(name, value))
+    };
+    let padding: Vec<String> = (0..250).map(|n| format!("x-pad-{n}")).collect();
+    let padded: Vec<(&str, &str)> = padding.iter().map(|name| (name.as_str(), "1")).collect();
+    let one = ("authorization", alice.as_str());
+    for edge in EDGES {
+        assert_eq!(app.invoke(&listing(&[one]).event_as(edge)).await.status, 200, "{edge}");
         for (case, headers, status) in [
-            ("two values", vec![header("authorization", &junk), one[0].clone()], 401),
-            (
-                "two spellings",
-                vec![header("authorization", &junk), header("Authorization", &alice)],
-                401,
-            ),
-            ("past what WAF inspects", [&padding[..], &one].concat(), 431),
+            ("two values", vec![("authorization", junk.as_str()), one], 401),
+            ("two spellings", vec![("authorization", &junk), ("Authorization", &alice)], 401),
+            ("past what WAF inspects", [&padded[..], &[one]].concat(), 431),
         ] {
-            let response = app.invoke(&listing(edge, &headers)).await;
+            let response = app.invoke(&listing(&headers).event_as(edge)).await;
             assert_eq!(response.status, status, "{edge}, {case}: {}", response.body);
         }
     }
     // A REST event whose maps disagree: every value counts.
-    let mut event: Value =
-        serde_json::from_str(&listing("rest-api", &[header("Authorization", &alice)])).unwrap();
-    event["multiValueHeaders"]["Authorization"] = json!([junk, alice]);
+    let mut event: Value = serde_json::from_str(&listing(&[one]).event_as("rest-api")).unwrap();
+    event["multiValueHeaders"]["authorization"] = json!([junk, alice]);
     app.invoke(&event.to_string()).await.assert_error(401, "token");
-    let at_limit: Vec<_> = (0..199).map(|n| header(&format!("x-pad-{n}"), &"1".into())).collect();
-    let response = app.invoke(&listing("http-api", &[&at_limit[..], &one].concat())).await;
+    let at_limit = [&padded[..199], &[one]].concat();
+    let response = app.invoke(&listing(&at_limit).event_as("http-api")).await;
     assert_eq!(response.status, 200, "200 headers: {}", response.body);
 }
 

@@ -1,11 +1,13 @@
-//! The bound on plants per owner: 409 past it, nothing written, also when
-//! 32 race for the last place; retries and conflicts count nothing; `recount`.
+//! createPlant (`POST /plants`): the plant answered without its id, a retry
+//! written once, a conflict leaving the stored plant; the bound on plants
+//! per owner, 409 past it, nothing written, also when 32 race for the last
+//! place; retries and conflicts count nothing; `recount`.
 
 use aws_sdk_dynamodb::types::AttributeValue;
 use futures::future::join_all;
 use plant_store::store::layout::counter_key;
 use plant_store_admin::recount::recount;
-use plant_store_testkit::{TestApp, bearer};
+use plant_store_testkit::{ApiGatewayEvent, TestApp, bearer};
 use serde_json::{Value, json};
 
 const MAX: u32 = 5;
@@ -129,4 +131,83 @@ async fn recount_sets_every_count_to_the_plants_idempotently_and_only_when_appli
     let one = recount(&app.client, &app.table, Some("alice"), true).await.unwrap();
     assert_eq!(one.changes, vec![("alice".to_owned(), Some(4), 3)]);
     assert_eq!(app.stored_plant_counts().await, exact);
+}
+
+#[tokio::test]
+async fn post_creates_a_plant_and_answers_it_without_the_id() {
+    let app = TestApp::new().await;
+    let response = app.post(&bearer("alice"), r#"{"id": 7, "name": "Fern", "tag": "green"}"#).await;
+    assert_eq!(response.status, 200);
+    assert_eq!(response.header("content-type"), Some("application/json"));
+    assert_eq!(response.body, json!({"name": "Fern", "tag": "green"}));
+    let stored = json!({"owner": "alice", "id": 7, "name": "Fern", "tag": "green"});
+    assert_eq!(app.stored_items().await, [stored]);
+}
+
+#[tokio::test]
+async fn a_plant_without_tag_has_no_tag_key_and_null_means_absent() {
+    let app = TestApp::new().await;
+    let response = app.post(&bearer("alice"), r#"{"id": 1, "name": "Moss", "tag": null}"#).await;
+    assert_eq!(response.status, 200);
+    assert_eq!(response.body, json!({"name": "Moss"}));
+    let listed = app.get(&bearer("alice"), "").await;
+    assert_eq!(listed.body, json!([{"name": "Moss"}]));
+    assert_eq!(app.stored_items().await, vec![json!({"owner": "alice", "id": 1, "name": "Moss"})]);
+}
+
+#[tokio::test]
+async fn fields_the_contract_does_not_name_are_ignored_and_never_stored() {
+    let app = TestApp::new().await;
+    let body = r#"{"id": 3, "name": "Ivy", "owner": "mallory", "color": {"deep": [1, 2]}}"#;
+    let response = app.post(&bearer("alice"), body).await;
+    assert_eq!(response.status, 200);
+    assert_eq!(response.body, json!({"name": "Ivy"}));
+    assert_eq!(app.stored_items().await, vec![json!({"owner": "alice", "id": 3, "name": "Ivy"})]);
+}
+
+#[tokio::test]
+async fn a_repeated_identical_post_is_a_safe_retry_written_once() {
+    let app = TestApp::new().await;
+    let body = r#"{"id": 9, "name": "Aloe", "tag": "succulent"}"#;
+    let first = app.post(&bearer("alice"), body).await;
+    let second = app.post(&bearer("alice"), body).await;
+    assert_eq!((first.status, second.status), (200, 200));
+    assert_eq!(first.body, second.body);
+    assert_eq!(second.body, json!({"name": "Aloe", "tag": "succulent"}));
+    assert_eq!(app.stored_items().await.len(), 1);
+}
+
+#[tokio::test]
+async fn a_conflicting_post_gets_409_and_leaves_the_stored_plant_unchanged() {
+    let app = TestApp::new().await;
+    app.create("alice", json!({"id": 9, "name": "Aloe", "tag": "succulent"})).await;
+    let stored_before = app.stored_items().await;
+    for body in [
+        r#"{"id": 9, "name": "Cactus", "tag": "succulent"}"#,
+        r#"{"id": 9, "name": "Aloe", "tag": "other"}"#,
+        r#"{"id": 9, "name": "Aloe"}"#,
+    ] {
+        let response = app.post(&bearer("alice"), body).await;
+        response.assert_error(409, "id 9");
+    }
+    assert_eq!(app.stored_items().await, stored_before);
+}
+
+/// (Refused content types and bodies, each with its 4xx: `hostile.rs`.)
+#[tokio::test]
+async fn a_json_content_type_in_any_case_or_none_is_read_as_json() {
+    let app = TestApp::new().await;
+    for (id, content_type) in
+        [(1, Some("application/json; charset=utf-8")), (2, Some("Application/JSON")), (3, None)]
+    {
+        let mut request =
+            ApiGatewayEvent::new("POST", "/plants").header("authorization", &bearer("alice"));
+        if let Some(content_type) = content_type {
+            request = request.header("content-type", content_type);
+        }
+        let body = json!({"id": id, "name": "Fern"}).to_string();
+        let response = app.send(request.body(&body)).await;
+        assert_eq!(response.status, 200, "{content_type:?}");
+    }
+    assert_eq!(app.stored_items().await.len(), 3);
 }

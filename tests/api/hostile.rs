@@ -1,7 +1,7 @@
 //! Hostile input, table-driven: each request its 4xx with the Error body
 //! naming the problem, nothing written; the cases at the limits accepted.
 
-use plant_store_testkit::{ApiGatewayEvent, TestApp, bearer, token};
+use plant_store_testkit::{ApiGatewayEvent, EDGES, TestApp, bearer, operations, token};
 use serde_json::{Value, json};
 
 struct Case {
@@ -192,4 +192,26 @@ async fn hostile_requests_get_the_right_4xx_and_write_nothing() {
     let stored: Vec<i64> =
         app.stored_items().await.iter().map(|item| item["id"].as_i64().unwrap()).collect();
     assert_eq!(stored, vec![101, 102, 103, 104], "only the cases at the limits were written");
+}
+
+/// Every operation's example (openapi.yaml's), as each edge delivers it, is
+/// answered alike: a status the operation documents, and the same answer.
+#[tokio::test]
+async fn every_operations_example_is_answered_alike_in_each_events_shape() {
+    for operation in operations() {
+        let mut answers = Vec::new();
+        for edge in EDGES {
+            let app = TestApp::new().await;
+            let request = ApiGatewayEvent::example(&operation, Some(&bearer("alice")));
+            let response = app.invoke(&request.event_as(edge)).await;
+            assert!(
+                operation.statuses.contains(&response.status),
+                "{}: {}",
+                operation.id,
+                response.body
+            );
+            answers.push((response.status, response.body, app.stored_items().await));
+        }
+        assert!(answers.windows(2).all(|pair| pair[0] == pair[1]), "{}: {answers:?}", operation.id);
+    }
 }

@@ -8,10 +8,8 @@ use std::collections::BTreeSet;
 
 use axum::body::to_bytes;
 use axum::response::IntoResponse;
-use plant_store::auth::{Access, AuthError};
-use plant_store::config::DEFAULT_MAX_PLANTS_PER_OWNER;
+use plant_store::auth::Access;
 use plant_store::domain::limits::MAX_HEADER_BYTES;
-use plant_store::domain::{NewPlant, PlantError};
 use plant_store::error::ApiError;
 use plant_store::route::OPERATIONS;
 use plant_store_testkit::fault_proxy::{Fault, FaultProxy};
@@ -95,26 +93,6 @@ fn gateway_answers(template: &Value) -> Vec<(String, u64, Value)> {
     answers
 }
 
-/// The function's error each lowercase example (but `http_api`) shows.
-fn function_errors() -> Vec<(&'static str, ApiError)> {
-    let id = NewPlant::from_json(br#"{"id": 7, "name": "Fern"}"#).unwrap().id;
-    let (method, path) = ("DELETE".to_owned(), "/plants".to_owned());
-    vec![
-        ("missing_field", ApiError::InvalidBody(PlantError::MissingField("name"))),
-        ("invalid_token", AuthError::InvalidToken(String::new()).into()),
-        ("insufficient_scope", AuthError::InsufficientScope("plants/write".into()).into()),
-        ("no_route", ApiError::NotFound),
-        ("other_method", ApiError::MethodNotAllowed { method, path }),
-        ("other_content", ApiError::Conflict(id)),
-        ("at_the_bound", ApiError::TooManyPlants(DEFAULT_MAX_PLANTS_PER_OWNER)),
-        ("over_16_kib", ApiError::PayloadTooLarge),
-        ("headers_uninspected", ApiError::HeadersUninspected),
-        ("not_json", ApiError::UnsupportedMediaType),
-        ("unexpected", ApiError::Internal(String::new())),
-        ("store", ApiError::Unavailable(String::new())),
-    ]
-}
-
 /// Where the router's operations and openapi.yaml's disagree: an operation
 /// on one side only, its `operationId` or access; a status the function
 /// answers that is not documented, or one documented that neither the
@@ -153,11 +131,10 @@ async fn disagreements([spec, template, routed]: &[Value; 3]) -> Vec<String> {
     let responses = spec["components"]["responses"].as_object().unwrap().values();
     let examples =
         responses.filter_map(|r| r["content"]["application/json"]["examples"].as_object());
-    let examples: Map<_, _> =
-        examples.flatten().map(|(k, v)| (k.clone(), v["value"].clone())).collect();
+    let examples: Map<_, _> = examples.flatten().map(|(k, v)| (k.clone(), v.clone())).collect();
     let mut answered = BTreeSet::from(["http_api".to_owned()]);
     for (name, status, body) in gateway {
-        match examples.get(&name).unwrap_or(&Value::Null) {
+        match examples.get(&name).map_or(&Value::Null, |example| &example["value"]) {
             _ if body["error"] != status => {
                 found.push(format!("{name} answers {body} with {status}"))
             }
@@ -166,14 +143,22 @@ async fn disagreements([spec, template, routed]: &[Value; 3]) -> Vec<String> {
         }
         answered.insert(name);
     }
-    for (name, error) in function_errors() {
+    // The function's own: each example names its error (`x-error`).
+    for (name, example) in examples.iter().filter(|(_, example)| example.get("x-error").is_some()) {
+        let text: &'static str = Box::leak(example["x-error"].to_string().into_boxed_str());
+        let Ok(error) = serde_json::from_str::<ApiError>(text) else {
+            found.push(format!("{name}'s x-error {text} is no ApiError"));
+            continue;
+        };
         let answer = to_bytes(error.into_response().into_body(), usize::MAX).await.unwrap();
         let answer: Value = serde_json::from_slice(&answer).unwrap();
-        let example = examples.get(name).unwrap_or(&Value::Null);
-        if *example != answer {
-            found.push(format!("{name}: the function answers {answer}, openapi.yaml {example}"));
+        if example["value"] != answer {
+            found.push(format!(
+                "{name}: the function answers {answer}, openapi.yaml {}",
+                example["value"]
+            ));
         }
-        answered.insert(name.to_owned());
+        answered.insert(name.clone());
     }
     let unanswered = examples.keys().filter(|name| !answered.contains(*name));
     found.extend(unanswered.map(|name| format!("openapi.yaml's {name} is no one's answer")));
@@ -219,9 +204,9 @@ async fn the_router_the_functions_errors_and_the_gateways_answers_agree_with_ope
 /// One of each kind of disagreement: in openapi.yaml (0), template.yaml (1)
 /// or the router's table (2), the value at a JSON pointer set (`null`:
 /// removed).
-const CHANGES: [(&str, usize, &str, &str); 16] = [
+const CHANGES: [(&str, usize, &str, &str); 17] = [
     ("POST undocumented", 0, "/paths/~1plants/post", "null"),
-    ("DELETE documented", 0, "/paths/~1plants/delete", r#"{"responses": {}}"#),
+    ("an operation documented only", 0, "/paths/~1no-operation", r#"{"put": {"responses": {}}}"#),
     ("GET as write", 0, "/paths/~1plants/get/security/0/bearerAuth", r#"["write"]"#),
     ("GET's 400 undocumented", 0, "/paths/~1plants/get/responses/400", "null"),
     ("GET documents 409", 0, "/paths/~1plants/get/responses/409", "{}"),
@@ -234,9 +219,12 @@ const CHANGES: [(&str, usize, &str, &str); 16] = [
     ("the firewall's body with another message", 1, RATE_LIMITED, r#""{\"error\": 429}""#),
     ("the firewall keys what it cannot inspect", 1, OVERSIZE, r#""CONTINUE""#),
     ("the firewall inspects another size", 1, INSPECTED_SIZE, "16384"),
-    ("GET /plants/{id} routed", 2, "/GET ~1plants~1{id}", r#"{"id": "getPlant", "statuses": []}"#),
+    ("an operation routed only", 2, "/PUT ~1no-operation", r#"{"id": "none", "statuses": []}"#),
+    ("an example naming no error", 0, OTHER_CONTENT, r#"{"Conflicting": 7}"#),
     ("GET routed to answer 409", 2, "/GET ~1plants/statuses/0", "409"),
 ];
+const OTHER_CONTENT: &str =
+    "/components/responses/Conflict/content/application~1json/examples/other_content/x-error";
 const QUOTA: &str =
     r#"{"StatusCode": 429, "ResponseTemplates": {"application/json": "{\"error\": 429}"}}"#;
 const NO_ROUTE: &str =

@@ -1,7 +1,9 @@
-//! Paging: `Link: <...>; rel="next"`, opaque cursors, every plant once by
-//! id, bounded calls a page, cursors held to the caller's plants.
+//! listPlants (`GET /plants`): `limit`; paging through `Link: <...>;
+//! rel="next"`, opaque cursors, every plant once by id, bounded calls a
+//! page, cursors held to the caller's plants; what is no plant passed over.
 
 use futures::StreamExt;
+use lambda_http::Context;
 use plant_store::domain::{Cursor, PlantId};
 use plant_store_testkit::{ApiGatewayEvent, TestApp, TestResponse, bearer, token};
 use serde_json::{Value, json};
@@ -193,4 +195,93 @@ async fn a_run_of_items_that_are_no_plant_costs_a_few_calls() {
     assert_eq!(names, [json!(plant_name(1)), json!(plant_name(302))]);
     assert_eq!(sizes, [1, 1]);
     assert!(most_calls <= 2, "{most_calls} DynamoDB calls for a page of one");
+}
+
+/// Lambda's limit on a synchronous invocation's response payload: 6 MB.
+const LAMBDA_RESPONSE_BYTES: usize = 6 * 1024 * 1024;
+
+#[tokio::test]
+async fn limit_defaults_to_100_and_allows_up_to_1000() {
+    let app = TestApp::new().await;
+    for id in 0..101 {
+        app.create("alice", json!({"id": id, "name": "p"})).await;
+    }
+    for (query, plants) in [("", 100), ("limit=1000", 101), ("limit=1", 1), ("limit=0010", 10)] {
+        let listed = app.get(&bearer("alice"), query).await;
+        assert_eq!(listed.body.as_array().unwrap().len(), plants, "{query:?}");
+        // The next page's link names the limit, the default's too.
+        let link = listed.header("link").unwrap_or_default();
+        assert_eq!(link.is_empty(), plants == 101, "{query:?}: {link}");
+    }
+    let first = app.get(&bearer("alice"), "").await;
+    assert!(first.header("link").unwrap().starts_with("</plants?limit=100&cursor="));
+}
+
+#[tokio::test]
+async fn stored_items_are_read_attribute_by_attribute_and_what_is_no_plant_passed_over() {
+    use aws_sdk_dynamodb::types::AttributeValue::{Bool, N, Null, S};
+    use plant_store::domain::limits::{NAME_MAX_CHARS, TAG_MAX_CHARS};
+    // Items an earlier rule let be stored (over today's limits, blank, an
+    // attribute no Plant has), and items no request writes (a name or tag
+    // of another type; an id past int64, as an early build kept a counter).
+    let app = TestApp::new().await;
+    let (name, tag) = ("n".repeat(NAME_MAX_CHARS + 44), "t".repeat(TAG_MAX_CHARS + 36));
+    let items = [
+        ("-9223372036854775809", vec![("plants", N("2".into()))]),
+        ("1", vec![("name", S(name.clone())), ("tag", S(tag.clone()))]),
+        ("2", vec![("name", N("7".into()))]),
+        ("3", vec![("name", S(" ".into())), ("color", S("red".into()))]),
+        ("4", vec![("name", Null(true))]),
+        ("5", vec![("name", S("Fern".into())), ("tag", N("1".into()))]),
+        ("6", vec![("name", S("Fern".into())), ("tag", Bool(true))]),
+        ("9223372036854775808", vec![("name", S("Fern".into()))]),
+    ];
+    for (id, attributes) in items {
+        let put = app.client.put_item().table_name(&app.table).item("owner", S("alice".into()));
+        let put = put.item("id", N(id.into()));
+        let put = attributes.into_iter().fold(put, |put, (name, value)| put.item(name, value));
+        put.send().await.unwrap();
+    }
+    // A page of one plant at a time: the pages go past what is no plant.
+    let (mut query, mut listed) = ("limit=1".to_owned(), Vec::new());
+    loop {
+        let response = app.get(&bearer("alice"), &query).await;
+        assert_eq!(response.status, 200, "{}", response.body);
+        listed.extend(response.body.as_array().unwrap().iter().cloned());
+        let Some(link) = response.header("link") else { break };
+        query = link[link.find('?').unwrap() + 1..link.find('>').unwrap()].to_owned();
+    }
+    assert_eq!(listed, [json!({"name": name, "tag": tag}), json!({"name": " "})]);
+    // An id that holds no plant is taken: 409, and the item stays as it is.
+    let response = app.post(&bearer("alice"), r#"{"id": 6, "name": "Fern"}"#).await;
+    response.assert_error(409, "id 6");
+    let read = app.client.get_item().table_name(&app.table).key("owner", S("alice".into()));
+    let item = read.key("id", N("6".into())).send().await.unwrap().item.unwrap();
+    assert_eq!(item["tag"], Bool(true));
+}
+
+#[tokio::test]
+async fn pages_of_the_largest_items_fit_lambdas_response_payload() {
+    use aws_sdk_dynamodb::types::AttributeValue::{N, S};
+    // As large as DynamoDB stores, of what JSON escapes (a page holds it
+    // escaped twice): 20 take 24 MB as a payload.
+    let (app, name) = (TestApp::new().await, "\"".repeat(300 * 1024));
+    for id in 0..20 {
+        let put = app.client.put_item().table_name(&app.table).item("owner", S("alice".into()));
+        let put = put.item("id", N(id.to_string())).item("name", S(name.clone()));
+        put.send().await.unwrap();
+    }
+    let (mut query, mut listed) = ("limit=1000".to_owned(), 0);
+    loop {
+        let event = ApiGatewayEvent::list_plants(&bearer("alice"), &query).event();
+        let payload = serde_json::to_value(app.api.invoke(&event, Context::default()).await);
+        let payload = payload.unwrap();
+        let bytes = payload.to_string().len();
+        assert!(bytes <= LAMBDA_RESPONSE_BYTES, "{bytes} bytes");
+        let response = TestResponse::from_lambda_response(&payload);
+        listed += response.body.as_array().unwrap().len();
+        let Some(link) = response.header("link") else { break };
+        query = link[link.find('?').unwrap() + 1..link.find('>').unwrap()].to_owned();
+    }
+    assert_eq!(listed, 20);
 }

@@ -5,10 +5,10 @@ check is disabled.
 1. Bodies that are not UTF-8: `cargo lambda watch` (1.9.2) answers them
    itself (a text/plain 500) under a JSON Content-Type and never invokes the
    function; tests/api/hostile.rs covers its 400 ("invalid UTF-8").
-2. An `id` written as a whole float (`6547.0`): the contract refuses any
-   `id` that is no integer literal, but JSON Schema counts such numbers as
-   integers, so no schema can say so and Schemathesis sends them where
-   `integer` is declared; tests/api/hostile.rs covers the 400.
+2. A whole float (`6547.0`) in a body or a path parameter: the contract
+   refuses any integer that is no integer literal, but JSON Schema counts
+   such numbers as integers, so no schema can say so and Schemathesis sends
+   them where `integer` is declared; tests/api/hostile.rs covers the 400.
 """
 
 import schemathesis
@@ -23,10 +23,19 @@ def _is_utf8(value):
     return True
 
 
-def _has_whole_float_id(value):
-    return isinstance(value, dict) and isinstance(value.get("id"), float)
+def _has_whole_float(value):
+    if isinstance(value, dict):
+        return any(_has_whole_float(item) for item in value.values())
+    if isinstance(value, list):
+        return any(_has_whole_float(item) for item in value)
+    return isinstance(value, float) and value.is_integer()
 
 
 @schemathesis.hook
 def filter_body(ctx, body):
-    return _is_utf8(body) and not _has_whole_float_id(body)
+    return _is_utf8(body) and not _has_whole_float(body)
+
+
+@schemathesis.hook
+def filter_path_parameters(ctx, path_parameters):
+    return not _has_whole_float(path_parameters)

@@ -9,8 +9,7 @@ use plant_store_local_support::keys::Issuer;
 use plant_store_local_support::process::{Started, run};
 use plant_store_local_support::sam_local::SamLocal;
 use plant_store_local_support::tools::ensure_python_tools;
-use plant_store_local_support::{Result, log, root};
-use serde_yaml_ng::Value;
+use plant_store_local_support::{Result, documented, log, root};
 
 use crate::artifact::sam_build;
 use crate::stack::Stack;
@@ -62,7 +61,7 @@ pub(crate) fn sam_local(api_port: u16, dynamodb_port: u16) -> Result {
 fn print_welcome(stack: &Stack, issuer: &Issuer, port: u16, how: &str, dynamodb: &str) -> Result {
     let token = issuer.token(DEV_OWNER, TOKEN_TTL_SECONDS);
     let table = stack.env.get("PLANTS_TABLE");
-    let curl = curl_lines(&format!("http://127.0.0.1:{port}"))?.join("\n");
+    let curl = curl_lines(&format!("http://127.0.0.1:{port}")).join("\n");
     println!(
         r#"
 Plant Store is running{how} at http://127.0.0.1:{port} (owner: {DEV_OWNER}).
@@ -77,52 +76,30 @@ TOKEN={token}
     Ok(())
 }
 
-/// A curl line for each operation of openapi.yaml, from its examples: its
-/// path parameters', those of its query parameters that have a default
-/// (the others continue a listing) and its body's; writes first.
-fn curl_lines(base: &str) -> Result<Vec<String>> {
-    let spec: Value =
-        serde_yaml_ng::from_str(&std::fs::read_to_string(root().join("openapi.yaml"))?)?;
-    let text = |value: &Value| match value {
-        Value::String(text) => text.clone(),
-        other => serde_json::to_string(other).unwrap_or_default(),
-    };
-    let mut lines = Vec::new();
-    for (path, item) in spec["paths"].as_mapping().into_iter().flatten() {
-        for (method, operation) in item.as_mapping().into_iter().flatten() {
-            let (mut path, mut query) = (text(path), Vec::new());
-            for parameter in operation["parameters"].as_sequence().into_iter().flatten() {
-                let (name, example) = (text(&parameter["name"]), text(&parameter["example"]));
-                match parameter["in"].as_str() {
-                    Some("path") => path = path.replace(&format!("{{{name}}}"), &example),
-                    Some("query") if !parameter["schema"]["default"].is_null() => {
-                        query.push(format!("{name}={example}"));
-                    }
-                    _ => {}
-                }
-            }
-            let query =
-                if query.is_empty() { String::new() } else { format!("?{}", query.join("&")) };
-            let method = text(method).to_uppercase();
+/// A curl line for each operation of openapi.yaml, its example request
+/// (`documented`); writes first.
+fn curl_lines(base: &str) -> Vec<String> {
+    let mut lines: Vec<(bool, String)> = (documented::operations().into_iter())
+        .map(|operation| {
+            let (method, target) = (operation.method, operation.target);
             let mut line = format!(
-                r#"curl -s -X {method} "{base}{path}{query}" -H "Authorization: Bearer $TOKEN""#
+                r#"curl -s -X {method} "{base}{target}" -H "Authorization: Bearer $TOKEN""#
             );
-            let body = &operation["requestBody"]["content"]["application/json"]["example"];
-            if !body.is_null() {
-                line += &format!(" -H 'Content-Type: application/json' -d '{}'", text(body));
+            if let Some(body) = &operation.body {
+                line += &format!(" -H 'Content-Type: application/json' -d '{body}'");
             }
-            lines.push((body.is_null(), line));
-        }
-    }
+            (operation.body.is_none(), line)
+        })
+        .collect();
     lines.sort_by_key(|(read, _)| *read);
-    Ok(lines.into_iter().map(|(_, line)| line).collect())
+    lines.into_iter().map(|(_, line)| line).collect()
 }
 
 /// Each curl line against the function at `base`, which must answer 2xx
 /// (the contract tests run it, so that the lines scripts/dev prints work).
 pub(crate) fn try_curl_lines(base: &str, issuer: &Issuer) -> Result {
     log!("the curl lines scripts/dev prints, each answered 2xx");
-    for line in curl_lines(base)? {
+    for line in curl_lines(base) {
         let mut shell = Command::new("sh");
         shell.arg("-c").arg(format!("{line} -f -o /dev/null"));
         run(shell.env("TOKEN", issuer.token(DEV_OWNER, 600)))?;
