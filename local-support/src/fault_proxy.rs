@@ -29,6 +29,11 @@ pub enum Fault {
     UnexpectedError,
     /// DynamoDB failing on its side (HTTP 500, InternalServerError).
     ServerError,
+    /// A multi-Region strongly consistent table's answer to a write that
+    /// another Region's write to the same item beat (HTTP 400,
+    /// ReplicatedWriteConflictException, nothing applied), to a call of
+    /// this operation; any other passes through.
+    Conflict(&'static str),
 }
 
 pub struct FaultProxy {
@@ -128,6 +133,10 @@ async fn answer(
         Fault::ServerError => {
             Reply::Respond(error_response(StatusCode::INTERNAL_SERVER_ERROR, SERVER_ERROR))
         }
+        Fault::Conflict(operation) if operation_of(request.headers()) == operation => {
+            Reply::Respond(error_response(StatusCode::BAD_REQUEST, CONFLICT))
+        }
+        Fault::Conflict(_) => forward(&upstream, &calls, request).await,
         // Never answer; the client gives up and closes the connection.
         Fault::Hang => std::future::pending().await,
         Fault::Reset => Reply::Reset,
@@ -136,6 +145,7 @@ async fn answer(
 
 const THROTTLED: &str = r#"{"__type":"com.amazonaws.dynamodb.v20120810#ProvisionedThroughputExceededException","message":"The level of configured provisioned throughput for the table was exceeded."}"#;
 const UNEXPECTED: &str = r#"{"__type":"com.amazon.coral.validate#ValidationException","message":"Injected unexpected error"}"#;
+const CONFLICT: &str = r#"{"__type":"com.amazonaws.dynamodb.v20120810#ReplicatedWriteConflictException","message":"Transaction is ongoing for the item"}"#;
 const SERVER_ERROR: &str = r#"{"__type":"com.amazonaws.dynamodb.v20120810#InternalServerError","message":"Internal server error"}"#;
 
 fn error_response(
@@ -149,6 +159,12 @@ fn error_response(
     respond(status, &headers, body)
 }
 
+/// The operation a request calls (`PutItem`, `Query`...), from `X-Amz-Target`.
+fn operation_of(headers: &hyper::HeaderMap) -> &str {
+    let target = headers.get("x-amz-target").and_then(|target| target.to_str().ok());
+    target.and_then(|target| target.rsplit('.').next()).unwrap_or_default()
+}
+
 /// The request sent on to DynamoDB Local, and its answer back; a failure to
 /// reach it resets the client's connection, as a broken path would.
 async fn forward(
@@ -159,13 +175,7 @@ async fn forward(
     let (mut parts, body) = request.into_parts();
     let path = parts.uri.path_and_query().map_or("/", |path| path.as_str());
     parts.uri = format!("{}{path}", upstream.url).parse().unwrap();
-    let operation = parts
-        .headers
-        .get("x-amz-target")
-        .and_then(|target| target.to_str().ok())
-        .and_then(|target| target.rsplit('.').next())
-        .unwrap_or_default()
-        .to_owned();
+    let operation = operation_of(&parts.headers).to_owned();
     let trace_header = parts
         .headers
         .get("x-amzn-trace-id")

@@ -10,12 +10,16 @@ pub(super) const THROTTLING_CODES: [&str; 3] =
 /// DynamoDB's own 5xx codes (which the SDK retries first): try again later,
 /// but a write may have been applied.
 const SERVER_ERROR_CODES: [&str; 2] = ["InternalServerError", "ServiceUnavailable"];
+/// A multi-Region strongly consistent table's refusal of a write another
+/// Region's to the same item beat (the SDK retries it first): try again
+/// later; nothing was applied.
+const REPLICATED_WRITE_CONFLICT: &str = "ReplicatedWriteConflictException";
 
 /// A store failure. The detail is for the log only.
 #[derive(Debug)]
 pub enum StoreError {
-    /// Throttled, failing (5xx), timed out or unreachable after the SDK's
-    /// retries, or the request's deadline passed.
+    /// Throttled, failing (5xx), in a write conflict with another Region,
+    /// timed out or unreachable after the SDK's retries.
     Unavailable(String),
     /// Anything else, including data in the table that is not a valid plant.
     Unexpected(String),
@@ -50,7 +54,12 @@ where
         let unavailable = match &error {
             SdkError::TimeoutError(_) | SdkError::DispatchFailure(_) => true,
             _ => service_code(&error).is_some_and(|code| {
-                THROTTLING_CODES.contains(&code) || SERVER_ERROR_CODES.contains(&code)
+                let later = [
+                    THROTTLING_CODES.as_slice(),
+                    &SERVER_ERROR_CODES,
+                    &[REPLICATED_WRITE_CONFLICT],
+                ];
+                later.concat().contains(&code)
             }),
         };
         if unavailable { Self::Unavailable(detail) } else { Self::Unexpected(detail) }

@@ -103,6 +103,43 @@ async fn persistent_faults_are_a_503_after_every_attempt_and_write_nothing() {
     assert_eq!(outcome.attempts, MAX_ATTEMPTS as usize);
 }
 
+/// A multi-Region table's write conflict (another Region wrote the item at
+/// once; nothing applied) on each of a bounded create's two writes: once,
+/// the SDK's retry writes the plant; on every attempt, 503 with nothing
+/// written. Either way the count is the plants' (docs/contract.md).
+#[tokio::test]
+async fn a_replicated_write_conflict_is_retried_then_a_503_and_the_count_stays_exact() {
+    let stored = json!({"owner": "alice", "id": 1, "name": "Fern", "tag": "green"});
+    for write in ["UpdateItem", "PutItem"] {
+        let once = [Fault::PassThrough, Fault::Conflict(write)];
+        let once = if write == "UpdateItem" { &once[1..] } else { &once[..] };
+        for (case, first, then) in
+            [("once", once, Fault::PassThrough), ("always", &[][..], Fault::Conflict(write))]
+        {
+            let case = format!("{write}'s conflict, {case}");
+            let proxy = FaultProxy::start(&TestApp::dynamodb_url(), first, then).await;
+            let app = TestApp::with_store(Some(&proxy.url), BOUND).await;
+            let outcome = measure(&case, &app, app.post(&bearer("alice"), PLANT)).await;
+            let (plants, count) = match then {
+                Fault::PassThrough => (vec![stored.clone()], 1),
+                _ => {
+                    assert_unavailable(&case, &outcome);
+                    (vec![], 0)
+                }
+            };
+            assert_eq!(
+                outcome.response.status == 200,
+                count == 1,
+                "{case}: {}",
+                outcome.response.body
+            );
+            assert_eq!(app.stored_items().await, plants, "{case}");
+            let counts = app.stored_plant_counts().await;
+            assert!(counts.iter().all(|c| c["plants"] == count), "{case}: {counts:?}");
+        }
+    }
+}
+
 #[tokio::test]
 async fn an_unexpected_service_error_is_a_generic_500_not_retried_that_keeps_no_place() {
     // The count takes its place, then DynamoDB refuses the put with a 4xx
