@@ -34,6 +34,8 @@ FUNCTION, TABLE, ALIAS = "PlantsFunction", "PlantsTable", "live"
 # reference would be circular (the API's alarm; see template.yaml).
 ROLLBACK_ALARMS = [{"Ref": "FunctionErrorsAlarm"}, {"Ref": "FunctionServerErrorsAlarm"},
                    {"Fn::Sub": "${AWS::StackName}-api-5xx"}]
+# The table's ARN: this stack's, or global-table.yaml's replica here.
+TABLE_ARN = {"Fn::If": ["OwnTable", {"Fn::GetAtt": [TABLE, "Arn"]}, {"Fn::Sub": "arn:${AWS::Partition}:dynamodb:${AWS::Region}:${AWS::AccountId}:table/${GlobalTableName}"}]}
 NAMED_ALARMS = {"Api5xxAlarm": {"Fn::Sub": "${AWS::StackName}-api-5xx"}}
 # Lambda Managed Instances with made-up (well-formed) network ids.
 MANAGED_INSTANCES = {
@@ -42,8 +44,15 @@ MANAGED_INSTANCES = {
     "ManagedInstancesSecurityGroupIds": "sg-0a1b2c3d4e5f60708",
     "ManagedInstancesRouteTableIds": "rtb-0a1b2c3d4e5f60708"}
 SIGNED = "arn:aws:signer:us-east-1:123456789012:/signing-profiles/PlantStore/abcdef1234"
+# A Region of a deployment in several (global-table.yaml's table, a custom
+# domain behind Route 53).
+REGIONS = {"GlobalTableName": "plant-store-plants", "DomainName": "plants.example.com",
+           "CertificateArn": "arn:aws:acm:us-east-1:123456789012:certificate/0a1b2c3d",
+           "HostedZoneId": "Z0123456789ABCDEFGHIJ"}
 MODES = [{}, {"DeploymentType": "AllAtOnce", "ApiEdge": "Http", "SigningProfileVersionArn": SIGNED},
-         MANAGED_INSTANCES]
+         MANAGED_INSTANCES, REGIONS, {**REGIONS, "ApiEdge": "Http"}]
+# What only a deployment in several Regions makes.
+REGION_RESOURCES = {"ApiDomain", "RegionHealthCheck", "RegionRecord"}
 
 
 @functools.cache
@@ -52,6 +61,22 @@ def load_template():
     template, errors = decode(str(ROOT / "template.yaml"))
     assert not errors, errors
     return template
+
+
+def holds(template, condition, parameters):
+    """Whether a condition holds with these parameters (the others at their defaults)."""
+    def value(v):
+        if isinstance(v, dict) and "Ref" in v:
+            return parameters.get(v["Ref"], template["Parameters"][v["Ref"]].get("Default"))
+        if isinstance(v, dict) and "Condition" in v:
+            return holds(template, v["Condition"], parameters)
+        if isinstance(v, dict) and "Fn::Join" in v:
+            return v["Fn::Join"][0].join(as_list(value(v["Fn::Join"][1])))
+        [(name, args)] = v.items() if isinstance(v, dict) else [(None, v)]
+        return {"Fn::Equals": lambda: str(value(args[0])) == str(value(args[1])),
+                "Fn::Not": lambda: not value(args[0]), "Fn::And": lambda: all(map(value, args)),
+                "Fn::Or": lambda: any(map(value, args))}.get(name, lambda: v)()
+    return value(template["Conditions"][condition])
 
 
 def as_list(value):
@@ -87,7 +112,7 @@ def iam_problems(template):
             if "NotAction" in statement or "NotResource" in statement:
                 problems.append(f"{who}: NotAction/NotResource grant everything else: {statement}")
             granted |= set(as_list(resolved(template, statement.get("Action", []))))
-            if as_list(statement.get("Resource")) != [{"Fn::GetAtt": [TABLE, "Arn"]}]:
+            if as_list(statement.get("Resource")) != [TABLE_ARN]:
                 problems.append(f"{who}: {sorted(granted)} on {statement.get('Resource')}, not on the table alone")
         if granted != wanted:
             problems.append(f"{who} allows {sorted(granted)}; the function calls {sorted(wanted)}")
@@ -329,6 +354,17 @@ class TemplateTest(unittest.TestCase):
                 self.assertEqual(lint.returncode, 0, lint.stdout + lint.stderr)
                 resources = translated(parameters)
                 self.assertEqual(dependency_cycle(resources), None)
+                made = {name for name, r in resources.items()
+                        if "Condition" not in r or holds(load_template(), r["Condition"], parameters)}
+                several = "GlobalTableName" in parameters
+                self.assertEqual(REGION_RESOURCES & made, REGION_RESOURCES if several else set())
+                self.assertEqual(TABLE in made, not several)
+                if several:
+                    check = resources["RegionHealthCheck"]["Properties"]["HealthCheckConfig"]
+                    alarm_name = resources["Api5xxAlarm"]["Properties"]["AlarmName"]
+                    self.assertEqual(check["AlarmIdentifier"]["Name"], alarm_name)
+                    record = resources["RegionRecord"]["Properties"]
+                    self.assertEqual(record["HealthCheckId"], {"Ref": "RegionHealthCheck"})
                 [alias_id] = [n for n, r in resources.items() if r["Type"] == "AWS::Lambda::Alias"]
                 self.assertEqual(resources[alias_id]["Properties"]["Name"], ALIAS)
                 update = resources[alias_id]["UpdatePolicy"]["CodeDeployLambdaAliasUpdate"]

@@ -18,7 +18,7 @@ use serde_json::{Map, Value, json};
 use serde_yaml_ng::Value as Yaml;
 
 /// A YAML document as JSON, CloudFormation's tags as `{"!Tag": value}`.
-fn json(yaml: Yaml) -> Value {
+pub(crate) fn json(yaml: Yaml) -> Value {
     match yaml {
         Yaml::Tagged(tagged) => json!({ tagged.tag.to_string(): json(tagged.value) }),
         Yaml::Sequence(items) => items.into_iter().map(json).collect(),

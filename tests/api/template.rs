@@ -144,19 +144,29 @@ fn variable_and_key_drift(template: &Value, function: &Function) -> Vec<String> 
                 .map(|name| format!("the function reads {name}; deploying.md does not name it")),
         )
         .collect();
-    let table = &template["Resources"]["PlantsTable"]["Properties"];
-    let types = table["AttributeDefinitions"].as_array().unwrap();
-    let key = table["KeySchema"].as_array().unwrap().iter().map(|key| {
-        let typed = types.iter().find(|t| t["AttributeName"] == key["AttributeName"]);
-        json!([key["AttributeName"], key["KeyType"], typed.map(|t| &t["AttributeType"])])
-    });
+    // This stack's table, and the one of several Regions (global-table.yaml).
+    let global = crate::interface::json(serde_yaml_ng::from_str(GLOBAL_TABLE).unwrap());
+    let tables = [
+        ("template.yaml", template, "PlantsTable"),
+        ("global-table.yaml", &global, "PlantsGlobalTable"),
+    ];
     let layout = TABLE_KEY.map(|k| json!([k.name, k.key_type.as_str(), k.attribute_type.as_str()]));
-    let (key, layout) = (Value::Array(key.collect()), json!(layout));
-    if key != layout {
-        found.push(format!("template.yaml's table key is {key}; store::layout's {layout}"));
+    for (file, source, name) in tables {
+        let table = &source["Resources"][name]["Properties"];
+        let types = table["AttributeDefinitions"].as_array().unwrap();
+        let key = table["KeySchema"].as_array().unwrap().iter().map(|key| {
+            let typed = types.iter().find(|t| t["AttributeName"] == key["AttributeName"]);
+            json!([key["AttributeName"], key["KeyType"], typed.map(|t| &t["AttributeType"])])
+        });
+        let (key, layout) = (Value::Array(key.collect()), json!(layout));
+        if key != layout {
+            found.push(format!("{file}'s table key is {key}; store::layout's {layout}"));
+        }
     }
     found
 }
+
+const GLOBAL_TABLE: &str = include_str!("../../global-table.yaml");
 
 /// Every disagreement between the template (with openapi.yaml) and the
 /// function.

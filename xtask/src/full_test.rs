@@ -55,20 +55,22 @@ pub(crate) fn full_test(settings: &Settings) -> Result {
 
 /// The linters of the template, openapi.yaml, the workflows and the code.
 fn static_checks() -> Result {
-    log!("template: cfn-lint, its custom rules (tests/template-rules.txt), sam validate --lint");
+    log!("templates: cfn-lint, its custom rules (tests/template-rules.txt), sam validate --lint");
     run(Command::new("cfn-lint").args([
         "--custom-rules",
         "tests/template-rules.txt",
         "template.yaml",
+        "global-table.yaml",
     ]))?;
     run(Command::new("sam")
         .args(["validate", "--lint", "--template", "template.yaml"])
         .stdout(Stdio::null()))?;
     log!("template: what no linter checks (tests/template_test.py)");
     run(Command::new("python3").arg("tests/template_test.py"))?;
-    log!("template: Checkov's CloudFormation checks, offline (suppressions carry their reasons)");
+    log!("templates: Checkov's CloudFormation checks, offline (suppressions carry their reasons)");
     run(Command::new(ensure_checkov()?)
-        .args(["--file", "template.yaml", "--framework", "cloudformation"])
+        .args(["--file", "template.yaml", "--file", "global-table.yaml"])
+        .args(["--framework", "cloudformation"])
         .args(["--skip-download", "--compact", "--quiet"])
         // Nothing fetched: no platform mapping, no update check.
         .env("BC_SKIP_MAPPING", "TRUE")
