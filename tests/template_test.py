@@ -47,6 +47,8 @@ SIGNED = "arn:aws:signer:us-east-1:123456789012:/signing-profiles/PlantStore/abc
 # A Region of a deployment in several (global-table.yaml's table, a custom
 # domain behind Route 53).
 REGIONS = {"GlobalTableName": "plant-store-plants", "DomainName": "plants.example.com",
+           "CreateUserPool": "false", "AuthCognitoClientIds": "1example23456789",
+           "AuthIssuer": "https://cognito-idp.us-east-1.amazonaws.com/us-east-1_example",
            "CertificateArn": "arn:aws:acm:us-east-1:123456789012:certificate/0a1b2c3d",
            "HostedZoneId": "Z0123456789ABCDEFGHIJ"}
 MODES = [{}, {"DeploymentType": "AllAtOnce", "ApiEdge": "Http", "SigningProfileVersionArn": SIGNED},
