@@ -70,7 +70,8 @@ impl PlantApi {
         let (format, request) = event::read(event);
         let (asked, (response, served)) = match request {
             Ok(mut request) => {
-                let asked = (request.method().to_string(), ClientPath::of(&request).to_owned());
+                let path = request.extensions().get::<ClientPath>().map_or("/", |path| &path.0);
+                let asked = (request.method().to_string(), path.to_owned());
                 request.extensions_mut().insert(Deadline::before(context.deadline));
                 let answered = xray::within(trace, self.router.clone().oneshot(request));
                 let answered = serving(answered.instrument(invocation.clone())).await;
@@ -105,9 +106,7 @@ impl PlantApi {
     /// The answer to an event that is no request: its 400, with the CORS
     /// headers of the origin it names, as every answer to it has.
     async fn unreadable(&self, Unreadable { error, origin }: Unreadable) -> Response {
-        let (Some(cors), Some(origin)) = (&self.cors, origin) else {
-            return error.into_response();
-        };
+        let (Some(cors), Some(origin)) = (&self.cors, origin) else { return error.into_response() };
         let mut request = Request::new(axum::body::Body::empty());
         request.headers_mut().insert(ORIGIN, origin);
         let answer = tower::service_fn(move |_: Request| {

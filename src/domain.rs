@@ -1,7 +1,6 @@
-//! The Plant Store domain: what a plant is and how a request body becomes
-//! one, who the caller is, a page's `limit` and `cursor`, and every limit of
-//! the interface ([`limits`]). Each value is parsed once, through one
-//! constructor with a precise [`PlantError`]; past it the code trusts the types.
+//! The domain: a plant and how a request body becomes one, the caller, a
+//! page's `limit` and `cursor`, and the interface's [`limits`]. Each value is
+//! parsed once, by one constructor with a precise error; past it, types hold.
 
 use std::fmt;
 
@@ -26,10 +25,9 @@ pub mod limits {
     pub const MAX_BODY_BYTES: usize = 16 * 1024;
     /// Clock skew tolerated on a token's `exp` and `nbf`, in seconds.
     pub const TOKEN_LEEWAY_SECONDS: u64 = 30;
-    /// What AWS WAF inspects of a request's headers: more, and the firewall
-    /// may have keyed a request without its `Authorization`
-    /// (docs/contract.md); each counted as HTTP/1.1 writes it. It bounds a
-    /// token too (real ones weigh up to ~2 KiB).
+    /// What AWS WAF inspects of a request's headers (each as HTTP/1.1 writes
+    /// it): beyond, it may have keyed a request without its `Authorization`
+    /// (docs/contract.md). It bounds a token too (real ones are ~2 KiB).
     pub const MAX_HEADERS: usize = 200;
     pub const MAX_HEADER_BYTES: usize = 8 * 1024;
     /// A subject's bytes: the owner is a DynamoDB partition key (2,048 at most).
@@ -94,17 +92,7 @@ trait Field: Sized {
 
 /// A plant id: unique per owner, any int64, a JSON integer literal.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Deserialize)]
-pub struct PlantId(i64);
-
-impl PlantId {
-    pub fn new(id: i64) -> Self {
-        Self(id)
-    }
-
-    pub fn get(self) -> i64 {
-        self.0
-    }
-}
+pub struct PlantId(pub i64);
 
 impl Field for PlantId {
     fn read(_field: &'static str, value: Value) -> Result<Self, PlantError> {
@@ -164,13 +152,6 @@ pub struct Plant {
     pub tag: Option<PlantTag>,
 }
 
-impl Plant {
-    /// Reads each field of a request from `fields`, with its own error.
-    fn read(fields: &mut Fields) -> Result<Self, PlantError> {
-        Ok(Self { name: fields.required("name")?, tag: fields.optional("tag")? })
-    }
-}
-
 /// A plant to create: the id and the plant stored under it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct NewPlant {
@@ -187,7 +168,11 @@ impl NewPlant {
                 serde_json::error::Category::Data => PlantError::NotAnObject,
                 _ => PlantError::NotJson(error.to_string()),
             })?;
-        Ok(Self { id: fields.required("id")?, plant: Plant::read(&mut fields)? })
+        let id = fields.required("id")?;
+        Ok(Self {
+            id,
+            plant: Plant { name: fields.required("name")?, tag: fields.optional("tag")? },
+        })
     }
 }
 
@@ -286,7 +271,7 @@ impl Cursor {
 
     pub fn encode(self) -> String {
         let mut bytes = [Self::VERSION; 9];
-        bytes[1..].copy_from_slice(&self.after.get().to_be_bytes());
+        bytes[1..].copy_from_slice(&self.after.0.to_be_bytes());
         let copy = URL_SAFE_NO_PAD.encode(bytes);
         format!("{copy}.{copy}")
     }
@@ -303,7 +288,7 @@ impl Cursor {
             return None;
         }
         let id = i64::from_be_bytes(bytes[1..].try_into().ok()?);
-        Some(Self::after(PlantId::new(id)))
+        Some(Self::after(PlantId(id)))
     }
 }
 
@@ -316,10 +301,10 @@ mod tests {
     #[test]
     fn cursors_round_trip_and_refuse_malformed_text() {
         for id in [i64::MIN, -1, 0, 7, i64::MAX] {
-            let cursor = Cursor::after(PlantId::new(id));
+            let cursor = Cursor::after(PlantId(id));
             assert_eq!(Cursor::parse(&cursor.encode()), Some(cursor));
         }
-        let text = Cursor::after(PlantId::new(42)).encode();
+        let text = Cursor::after(PlantId(42)).encode();
         let version_2 = URL_SAFE_NO_PAD.encode([2u8, 0, 0, 0, 0, 0, 0, 0, 42]);
         for malformed in [&text[..24], &text[..12], &format!("{version_2}.{version_2}")] {
             assert_eq!(Cursor::parse(malformed), None, "{malformed}");

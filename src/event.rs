@@ -1,8 +1,7 @@
 //! The invocation's event (a REST API's, an HTTP API's, a function URL's)
 //! read in one pass into an `http::Request` on the path it is routed on,
-//! and the answer written in the event's shape. The project's own reading:
-//! lambda_http's panics on some client input, failing the invocation
-//! (docs/contract.md); here every event is a request or a 400.
+//! and the answer in the event's shape. Not lambda_http's reading, which
+//! panics on some client input (docs/contract.md): here each is a request or a 400.
 
 use std::borrow::Cow;
 use std::collections::BTreeMap;
@@ -10,7 +9,6 @@ use std::collections::BTreeMap;
 use aws_lambda_events::apigw::{ApiGatewayProxyResponse, ApiGatewayV2httpResponse};
 use axum::body::to_bytes;
 use axum::extract::Request;
-use axum::http::request::Parts;
 use axum::response::Response;
 use base64::Engine;
 use lambda_http::Body;
@@ -26,10 +24,9 @@ use crate::error::ApiError;
 /// that no event fails the invocation before the function reads it.
 pub type Incoming = Box<serde_json::value::RawValue>;
 
-/// Which response shape the event asks for: payload format 1.0 (REST APIs,
-/// and HTTP APIs set to 1.0) or 2.0 (HTTP APIs, function URLs). Both carry
-/// `statusCode`, `headers` and `body`, so an event of no known shape gets
-/// the 1.0 shape, which every integration reads.
+/// The response shape the event asks for: payload format 1.0 (REST APIs,
+/// HTTP APIs set to 1.0) or 2.0 (HTTP APIs, function URLs). An event of no
+/// known shape gets 1.0's, which every integration reads.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Format {
     V1,
@@ -94,60 +91,43 @@ fn not_an_event() -> ApiError {
 /// What the function reads of an event of any of the three shapes; a
 /// field of another shape is `None`.
 #[derive(Deserialize)]
-#[serde(rename_all = "camelCase")]
+#[serde(rename_all = "camelCase", bound = "'de: 'a")]
 struct Event<'a> {
-    #[serde(borrow)]
-    version: Option<Cow<'a, str>>,
+    version: Option<Text<'a>>,
     /// Payload format 1.0 (REST APIs): the method and the path.
-    #[serde(borrow)]
-    http_method: Option<Cow<'a, str>>,
-    #[serde(borrow)]
-    path: Option<Cow<'a, str>>,
-    #[serde(borrow)]
+    http_method: Option<Text<'a>>,
+    path: Option<Text<'a>>,
     query_string_parameters: Option<Pairs<'a, Text<'a>>>,
-    #[serde(borrow)]
     multi_value_query_string_parameters: Option<Pairs<'a, Vec<Text<'a>>>>,
     /// A REST API's every value of each header (its `headers`: the last).
-    #[serde(borrow)]
     multi_value_headers: Option<Pairs<'a, Vec<Option<Text<'a>>>>>,
     /// Payload format 2.0 (HTTP APIs, function URLs): the path and query.
-    #[serde(borrow)]
-    raw_path: Option<Cow<'a, str>>,
-    #[serde(borrow)]
-    raw_query_string: Option<Cow<'a, str>>,
-    #[serde(borrow)]
+    raw_path: Option<Text<'a>>,
+    raw_query_string: Option<Text<'a>>,
     headers: Option<Pairs<'a, Option<Text<'a>>>>,
-    #[serde(borrow)]
     path_parameters: Option<Pairs<'a, Text<'a>>>,
-    #[serde(borrow)]
     request_context: Option<Context<'a>>,
-    #[serde(borrow)]
-    body: Option<Cow<'a, str>>,
+    body: Option<Text<'a>>,
     #[serde(default)]
     is_base64_encoded: bool,
 }
 
 #[derive(Deserialize, Default)]
-#[serde(rename_all = "camelCase")]
+#[serde(rename_all = "camelCase", bound = "'de: 'a")]
 struct Context<'a> {
     /// 2.0: the method, and the route API Gateway matched (`ANY /{proxy+}`).
-    #[serde(borrow)]
     http: Option<Http<'a>>,
-    #[serde(borrow)]
-    route_key: Option<Cow<'a, str>>,
+    route_key: Option<Text<'a>>,
     /// 1.0: the route API Gateway matched, and the path with the stage.
-    #[serde(borrow)]
-    resource_path: Option<Cow<'a, str>>,
-    #[serde(borrow)]
-    path: Option<Cow<'a, str>>,
-    #[serde(borrow)]
-    stage: Option<Cow<'a, str>>,
+    resource_path: Option<Text<'a>>,
+    path: Option<Text<'a>>,
+    stage: Option<Text<'a>>,
 }
 
 #[derive(Deserialize)]
+#[serde(bound = "'de: 'a")]
 struct Http<'a> {
-    #[serde(borrow)]
-    method: Cow<'a, str>,
+    method: Text<'a>,
 }
 
 /// A JSON string, borrowed where it has no escapes.
@@ -156,6 +136,13 @@ struct Text<'a>(#[serde(borrow)] Cow<'a, str>);
 
 impl std::borrow::Borrow<str> for Text<'_> {
     fn borrow(&self) -> &str {
+        &self.0
+    }
+}
+
+impl std::ops::Deref for Text<'_> {
+    type Target = str;
+    fn deref(&self) -> &str {
         &self.0
     }
 }
@@ -198,15 +185,13 @@ impl<'a> Event<'a> {
         // (sam local puts the resource there).
         let sent =
             context.path.as_deref().filter(|sent| self.raw_path.is_none() && sent.ends_with(raw));
-        let query = match self.raw_query_string {
-            Some(query) => query,
-            None => {
-                query_string(self.multi_value_query_string_parameters, self.query_string_parameters)
-                    .into()
-            }
-        };
+        let (multi, single) =
+            (self.multi_value_query_string_parameters, self.query_string_parameters);
+        let query = self
+            .raw_query_string
+            .map_or_else(|| query_string(multi, single).into(), |query| query.0);
         let route = route_path(&context, self.path_parameters.as_ref(), raw);
-        let mut request = Request::new(body(self.body, self.is_base64_encoded)?);
+        let mut request = Request::new(body(self.body.map(|body| body.0), self.is_base64_encoded)?);
         *request.method_mut() = method;
         *request.uri_mut() = uri(&route, &query)?;
         *request.headers_mut() = headers(self.headers, self.multi_value_headers)?;
@@ -222,24 +207,18 @@ fn query_string<'a>(
     single: Option<Pairs<'a, Text<'a>>>,
 ) -> String {
     let mut query = form_urlencoded::Serializer::new(String::new());
-    match multi.filter(|multi| !multi.is_empty()) {
-        Some(multi) => {
-            for (name, values) in &multi {
-                values.iter().for_each(|value| _ = query.append_pair(&name.0, &value.0));
-            }
-        }
-        None => single.iter().flatten().for_each(|(name, value)| {
-            query.append_pair(&name.0, &value.0);
-        }),
+    let multi = multi.filter(|multi| !multi.is_empty());
+    let single = single.filter(|_| multi.is_none()).into_iter().flatten();
+    for (name, values) in multi.into_iter().flatten().chain(single.map(|(n, v)| (n, vec![v]))) {
+        values.iter().for_each(|value| _ = query.append_pair(&name, value));
     }
     query.finish()
 }
 
 /// The request's headers: every value the event holds, in either map and
-/// under any spelling of a name, once (docs/contract.md: the function reads
-/// every value the firewall may have keyed). Every name and value must be
-/// one HTTP can carry (no control characters; names are tokens), and the
-/// whole within what AWS WAF inspects.
+/// under any spelling of a name, once (docs/contract.md: every value the
+/// firewall may have keyed). Each must be one HTTP can carry, and the whole
+/// within what AWS WAF inspects.
 fn headers<'a>(
     single: Option<Pairs<'a, Option<Text<'a>>>>,
     multi: Option<Pairs<'a, Vec<Option<Text<'a>>>>>,
@@ -276,8 +255,7 @@ fn headers<'a>(
 }
 
 /// What a URI keeps as it is: RFC 3986's unreserved and sub-delims, `:`,
-/// `@`, `/`, `?` and `%` (an existing escape stays one); everything else
-/// is percent-encoded.
+/// `@`, `/`, `?` and `%` (an escape stays one); the rest is percent-encoded.
 const URI_ESCAPED: &AsciiSet = &{
     let kept = b"-._~!$&'()*+,;=:@/?%";
     let (mut set, mut index) = (NON_ALPHANUMERIC.remove(kept[0]), 1);
@@ -331,20 +309,6 @@ fn body(body: Option<Cow<str>>, is_base64_encoded: bool) -> Result<axum::body::B
 /// [`route_path`]), percent-encoded as in a URI.
 #[derive(Debug, Clone)]
 pub struct ClientPath(pub(crate) String);
-
-impl ClientPath {
-    pub fn of(request: &Request) -> &str {
-        request.extensions().get::<Self>().map_or("/", |path| &path.0)
-    }
-}
-
-impl<S: Sync> axum::extract::FromRequestParts<S> for ClientPath {
-    type Rejection = std::convert::Infallible;
-
-    async fn from_request_parts(parts: &mut Parts, _: &S) -> Result<Self, Self::Rejection> {
-        Ok(parts.extensions.get::<Self>().cloned().unwrap_or(Self("/".into())))
-    }
-}
 
 /// The path routed on (docs/contract.md): the route API Gateway matched
 /// (`routeKey`, a REST API's resource), its greedy `{name+}` by its value;

@@ -35,27 +35,22 @@ pub struct TrustError {
 /// trust anchor; `SSL_CERT_FILE` is read as system bundles are, skipping
 /// what does not parse, and must hold at least one.
 fn root_store(trust: &TrustConfig) -> Result<RootCertStore, TrustError> {
+    let error =
+        |variable, path: &Path, problem| TrustError { variable, path: path.into(), problem };
     let mut roots = RootCertStore::empty();
     match &trust.bundle {
         None => roots.extend(webpki_roots::TLS_SERVER_ROOTS.iter().cloned()),
         Some(path) => {
             let certificates = read_pem_certificates("SSL_CERT_FILE", path)?;
-            let (added, _skipped) = roots.add_parsable_certificates(certificates);
-            if added == 0 {
-                return Err(TrustError {
-                    variable: "SSL_CERT_FILE",
-                    path: path.clone(),
-                    problem: "no usable root certificate".into(),
-                });
+            if roots.add_parsable_certificates(certificates).0 == 0 {
+                return Err(error("SSL_CERT_FILE", path, "no usable root certificate".into()));
             }
         }
     }
     if let Some(path) = &trust.extra {
         for certificate in read_pem_certificates("EXTRA_CA_CERTS", path)? {
-            roots.add(certificate).map_err(|error| TrustError {
-                variable: "EXTRA_CA_CERTS",
-                path: path.clone(),
-                problem: format!("not a usable CA certificate: {error}"),
+            roots.add(certificate).map_err(|problem| {
+                error("EXTRA_CA_CERTS", path, format!("not a usable CA certificate: {problem}"))
             })?;
         }
     }
@@ -113,11 +108,9 @@ impl Https {
 }
 
 mod sdk {
-    //! The AWS SDK's side: its HTTP client interface over the shared
-    //! connector, with hyper's errors classified as the SDK's own hyper
-    //! client classifies them, so that its retries behave the same (a
-    //! refused or reset connection and a connect timeout are retried; a
-    //! request the SDK built wrong is not).
+    //! The AWS SDK's HTTP client interface over the shared connector, hyper's
+    //! errors classified as the SDK's own hyper client does, so that its
+    //! retries behave the same.
 
     use std::error::Error;
 

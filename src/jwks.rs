@@ -56,11 +56,10 @@ pub struct KeySet {
 pub struct NotAJwks(String);
 
 impl KeySet {
-    /// Reads a JWKS entry by entry. An entry that is no usable signing key,
-    /// whatever its shape (another key type or curve, an encryption or
-    /// symmetric key, a malformed field, no `kid`), is skipped and counted;
-    /// a `kid` that two usable entries claim is ambiguous, and neither is
-    /// used. Only a document that is no JWKS at all is an error.
+    /// Reads a JWKS entry by entry: an entry that is no usable signing key,
+    /// whatever its shape, is skipped and counted; a `kid` two usable
+    /// entries claim is ambiguous, and neither is used. Only a document that
+    /// is no JWKS at all is an error.
     pub fn from_jwks_json(json: &str) -> Result<Self, NotAJwks> {
         #[derive(Deserialize)]
         struct Document<'a> {
@@ -148,15 +147,17 @@ impl KeySource {
     pub fn from_config(config: &KeyConfig, https: &Https) -> Result<Self, KeySourceError> {
         let (location, refresh, loopback_http) = match config {
             KeyConfig::Inline(jwks) => return Self::inline(jwks),
-            KeyConfig::Url { url, refresh, loopback_http } => {
-                (Location::Jwks(remote_url(url, *loopback_http)?), refresh, *loopback_http)
-            }
+            KeyConfig::Url { url, refresh, loopback_http } => (
+                Location::Jwks(remote_url(url, *loopback_http).map_err(KeySourceError::Url)?),
+                refresh,
+                *loopback_http,
+            ),
             KeyConfig::Discovery { issuer, refresh, loopback_http } => {
                 // OpenID Connect Discovery 1.0, section 4: the issuer without
                 // a trailing slash, then the well-known path.
                 let url =
                     format!("{}/.well-known/openid-configuration", issuer.trim_end_matches('/'));
-                let url = remote_url(&url, *loopback_http)?;
+                let url = remote_url(&url, *loopback_http).map_err(KeySourceError::Url)?;
                 (Location::Discovery { url, issuer: issuer.clone() }, refresh, *loopback_http)
             }
         };
@@ -191,10 +192,9 @@ impl KeySource {
         }
     }
 
-    /// The key set after fetching it again for `kid`, which the current
-    /// one does not hold (at most once per [`KeyRefresh::refetch_interval`]);
-    /// [`KeysUnavailable`] if that fetch failed and the last good set does
-    /// not hold it either.
+    /// The key set fetched again for `kid`, which the current one lacks (at
+    /// most once per [`KeyRefresh::refetch_interval`]); [`KeysUnavailable`]
+    /// if that fetch failed and the last good set lacks it too.
     pub(crate) async fn fetch_for(&self, kid: &str) -> Result<Arc<KeySet>, KeysUnavailable> {
         let remote = match self {
             Self::Inline(set) => return Ok(Arc::clone(set)),
@@ -218,12 +218,6 @@ pub enum KeySourceError {
     NoUsableKey,
     #[error("the key URL {0}")]
     Url(String),
-}
-
-impl From<String> for KeySourceError {
-    fn from(rule: String) -> Self {
-        Self::Url(rule)
-    }
 }
 
 /// A fetch that failed, naming the URL it fetched.
@@ -300,13 +294,9 @@ impl RemoteKeys {
     }
 
     async fn current(&self) -> Result<Arc<KeySet>, KeysUnavailable> {
-        let fresh = match &self.read_state().keys {
-            Some((set, fetched)) if fetched.elapsed() < self.refresh.max_age => {
-                Some(Arc::clone(set))
-            }
-            _ => None,
-        };
-        if let Some(set) = fresh {
+        let keys = self.read_state().keys.clone();
+        if let Some((set, _)) = keys.filter(|(_, fetched)| fetched.elapsed() < self.refresh.max_age)
+        {
             return Ok(set);
         }
         self.fetch_if_due().await;
@@ -356,10 +346,9 @@ impl RemoteKeys {
     }
 
     /// The key set's URL: the configured one, or the one the issuer's
-    /// discovery document names, read again with every fetch of the keys
-    /// (so that a moved key set is followed from the next fetch on) and
-    /// trusted only if its `issuer` is exactly `AUTH_ISSUER`. While the
-    /// document cannot be read, the URL it last named serves.
+    /// discovery document names, read with every fetch (a moved key set is
+    /// followed) and trusted only if its `issuer` is exactly `AUTH_ISSUER`;
+    /// while it cannot be read, the URL it last named serves.
     async fn jwks_url(&self) -> Result<Uri, FetchError> {
         let (url, issuer) = match &self.location {
             Location::Jwks(url) => return Ok(url.clone()),

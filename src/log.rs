@@ -48,9 +48,8 @@ where
     xray
 }
 
-/// Writes `line` whole, with one write, where the log lines go: how the EMF
-/// metrics line reaches CloudWatch. Before a subscriber is installed (only
-/// in tests of the handler) it is printed, which the test harness captures.
+/// Writes `line` whole, in one write, where the log goes (the EMF line's
+/// way to CloudWatch); printed before a subscriber is installed (tests).
 pub fn write_line(line: &str) {
     let text = format!("{line}\n");
     match OUTPUT.get() {

@@ -16,16 +16,6 @@ pub(crate) struct Served {
     pub(crate) store_ms: Option<f64>,
 }
 
-impl Served {
-    pub(crate) fn auth(&mut self) -> &mut Option<f64> {
-        &mut self.auth_ms
-    }
-
-    pub(crate) fn store(&mut self) -> &mut Option<f64> {
-        &mut self.store_ms
-    }
-}
-
 tokio::task_local! {
     /// The request being served (one task a request): what its line reports.
     static SERVED: Cell<Served>;
@@ -46,14 +36,11 @@ pub(crate) fn record(change: impl FnOnce(&mut Served)) {
     });
 }
 
-/// `work`, its time recorded in the step `step` picks.
-pub(crate) async fn timed<T>(
-    step: fn(&mut Served) -> &mut Option<f64>,
-    work: impl Future<Output = T>,
-) -> T {
+/// `work`, its time in milliseconds recorded by `step`.
+pub(crate) async fn timed<T>(step: fn(&mut Served, f64), work: impl Future<Output = T>) -> T {
     let started = Instant::now();
     let done = work.await;
-    record(|served| *step(served) = Some(started.elapsed().as_secs_f64() * 1000.0));
+    record(|served| step(served, started.elapsed().as_secs_f64() * 1000.0));
     done
 }
 

@@ -1,16 +1,15 @@
 //! The operations' handlers on axum's extractors: the caller and its access
-//! ([`Caller`], before anything else is read), then the query or the body
-//! as domain types, each refusal the project's own answer; the store
-//! called; the answer.
+//! ([`Caller`], read first), then the query or body as domain types, each
+//! refusal the project's own answer; then the store, and the answer.
 
 use std::borrow::Cow;
 use std::sync::Arc;
 
-use axum::Json;
 use axum::body::to_bytes;
 use axum::extract::{FromRequest, FromRequestParts, Request, State};
 use axum::http::request::Parts;
 use axum::response::{IntoResponse, Response};
+use axum::{Extension, Json};
 use lambda_http::http::header::{CONTENT_TYPE, LINK};
 use lambda_http::http::{HeaderMap, HeaderValue};
 
@@ -19,7 +18,7 @@ use crate::domain::limits::MAX_BODY_BYTES;
 use crate::domain::{Cursor, Limit, NewPlant, Owner, PlantId};
 use crate::error::ApiError;
 use crate::event::ClientPath;
-use crate::metrics::{Served, timed};
+use crate::metrics::timed;
 use crate::store::{Created, PlantStore, StoredPlant};
 
 /// What every operation is answered with: the router's state.
@@ -35,7 +34,8 @@ pub(crate) async fn create_plant(
     Caller(owner): Caller,
     new: NewPlant,
 ) -> Result<Response, ApiError> {
-    let created = timed(Served::store, plants.store.create(&owner, &new)).await?;
+    let created =
+        timed(|served, ms| served.store_ms = Some(ms), plants.store.create(&owner, &new)).await?;
     match created {
         Created::New | Created::Retry => Ok(Json(StoredPlant::from(&new.plant)).into_response()),
         Created::Conflict => Err(ApiError::Conflict(new.id)),
@@ -47,14 +47,16 @@ pub(crate) async fn list_plants(
     State(plants): Shared,
     Caller(owner): Caller,
     Page { limit, after }: Page,
-    path: ClientPath,
+    Extension(ClientPath(path)): Extension<ClientPath>,
 ) -> Result<Response, ApiError> {
-    let page = timed(Served::store, plants.store.list(&owner, limit, after)).await?;
+    let page =
+        timed(|served, ms| served.store_ms = Some(ms), plants.store.list(&owner, limit, after))
+            .await?;
     let mut response = Json(&page.plants).into_response();
     if let Some(after) = page.next_after {
         // RFC 8288, relative to the path as the caller saw it, with one
         // leading slash: `//host/...` would name another host.
-        let path = path.0.trim_start_matches('/');
+        let path = path.trim_start_matches('/');
         let cursor = Cursor::after(after).encode();
         let next = format!("</{path}?limit={}&cursor={cursor}>; rel=\"next\"", limit.get());
         if let Ok(value) = HeaderValue::from_str(&next) {
@@ -76,7 +78,7 @@ impl FromRequestParts<Arc<Plants>> for Caller {
         let access =
             access.ok_or_else(|| ApiError::Internal("a route without an access".into()))?;
         let owner = plants.verifier.authenticate(&parts.headers, access);
-        Ok(Self(timed(Served::auth, owner).await?))
+        Ok(Self(timed(|served, ms| served.auth_ms = Some(ms), owner).await?))
     }
 }
 
@@ -93,9 +95,7 @@ impl<S: Sync> FromRequest<S> for NewPlant {
 }
 
 fn require_json_content_type(headers: &HeaderMap) -> Result<(), ApiError> {
-    let Some(value) = headers.get(CONTENT_TYPE) else {
-        return Ok(());
-    };
+    let Some(value) = headers.get(CONTENT_TYPE) else { return Ok(()) };
     let media_type = value.to_str().ok().and_then(|value| value.split(';').next());
     match media_type.map(str::trim) {
         Some(media_type) if media_type.eq_ignore_ascii_case("application/json") => Ok(()),

@@ -1,7 +1,6 @@
-//! The API's operations: their facts in one table, which `cargo test` holds
-//! to openapi.yaml's (tests/api/interface.rs), and axum's router of their
-//! handlers (`plants.rs`), each request bounded by its deadline; 404 and
-//! 405 with `Allow`; tower-http's CORS layer for the origins listed.
+//! The operations' facts in one table, which `cargo test` holds to
+//! openapi.yaml (tests/api/interface.rs), and axum's router of their handlers
+//! (`plants.rs`) within each request's deadline; 404, 405 and CORS.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -93,11 +92,10 @@ async fn operation(mut request: Request, next: Next) -> Response {
 }
 
 /// `router` answering browsers of the origins listed (the Fetch Standard),
-/// never `*`: tower-http's layer names a listed origin on every answer, and
-/// answers a preflight before any token is read. It takes every OPTIONS
-/// for a preflight, so only a listed origin's (with
-/// `Access-Control-Request-Method`) of a path an operation has reaches it as
-/// one; any other OPTIONS is a method without an operation (405, or 404).
+/// never `*`: tower-http's layer names a listed origin on every answer and
+/// answers a preflight before any token is read. It takes every OPTIONS for
+/// a preflight, so only a listed origin's preflight of a routed path reaches
+/// it; any other OPTIONS is a method without an operation (405, or 404).
 pub(crate) fn with_cors(router: Router, cors: CorsLayer, origins: &[String]) -> Router {
     let origins: Vec<HeaderValue> = origins.iter().filter_map(|o| o.parse().ok()).collect();
     let answers = router.clone().layer(cors.clone());

@@ -20,13 +20,8 @@ tokio::task_local! {
 /// or `udp:ip:port tcp:ip:port`); false if that is no such address.
 pub fn connect(address: &str) -> bool {
     let udp = address.split_whitespace().find_map(|part| part.strip_prefix("udp:"));
-    let Ok(daemon) = udp.unwrap_or(address).parse::<SocketAddr>() else {
-        return false;
-    };
-    let local = match daemon {
-        SocketAddr::V4(_) => "0.0.0.0:0",
-        SocketAddr::V6(_) => "[::]:0",
-    };
+    let Ok(daemon) = udp.unwrap_or(address).parse::<SocketAddr>() else { return false };
+    let local = if daemon.is_ipv4() { "0.0.0.0:0" } else { "[::]:0" };
     let socket = UdpSocket::bind(local).and_then(|socket| {
         socket.connect(daemon)?;
         socket.set_nonblocking(true)?;
@@ -138,9 +133,7 @@ impl Drop for Call {
 /// The sink: one UDP datagram per document, as the X-Ray SDKs send them, and
 /// never waited for; OTLP would replace this function.
 fn send(document: &Map<String, Value>) {
-    let Some(daemon) = DAEMON.get() else {
-        return;
-    };
+    let Some(daemon) = DAEMON.get() else { return };
     let mut datagram = b"{\"format\": \"json\", \"version\": 1}\n".to_vec();
     if serde_json::to_writer(&mut datagram, document).is_ok() {
         // A lost document changes nothing for the request.

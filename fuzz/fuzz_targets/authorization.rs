@@ -29,9 +29,7 @@ fn setup() -> &'static Setup {
 }
 
 fn authenticate(setup: &Setup, value: &[u8]) -> bool {
-    let Ok(value) = HeaderValue::from_bytes(value) else {
-        return false;
-    };
+    let Ok(value) = HeaderValue::from_bytes(value) else { return false };
     let mut headers = HeaderMap::new();
     headers.insert(AUTHORIZATION, value);
     setup.runtime.block_on(setup.verifier.authenticate(&headers, Access::Write)).is_ok()

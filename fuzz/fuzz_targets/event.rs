@@ -67,14 +67,16 @@ fn event(setup: &Setup, input: &mut Unstructured) -> Result<Value> {
     let mut event = setup.shapes[shape].clone();
     let operation = input.choose(&OPERATIONS)?;
     let method = operation.method.as_str();
-    let method = *input.choose(&[method, method, "GET", "POST", "DELETE", "OPTIONS", "HEAD", "G:T"])?;
+    let method =
+        *input.choose(&[method, method, "GET", "POST", "DELETE", "OPTIONS", "HEAD", "G:T"])?;
     let path = match input.arbitrary()? {
         true => input.arbitrary()?,
         false => {
-            let segments = operation.path.split('/').map(|segment| match segment.starts_with('{') {
-                true => input.arbitrary::<String>(),
-                false => Ok(segment.to_owned()),
-            });
+            let segments =
+                operation.path.split('/').map(|segment| match segment.starts_with('{') {
+                    true => input.arbitrary::<String>(),
+                    false => Ok(segment.to_owned()),
+                });
             segments.collect::<Result<Vec<_>>>()?.join("/")
         }
     };
@@ -124,9 +126,7 @@ fn event(setup: &Setup, input: &mut Unstructured) -> Result<Value> {
 
 fuzz_target!(|data: &[u8]| {
     let setup = setup();
-    let Ok(event) = event(setup, &mut Unstructured::new(data)) else {
-        return;
-    };
+    let Ok(event) = event(setup, &mut Unstructured::new(data)) else { return };
     let head = [&event["httpMethod"], &event["requestContext"]["http"]["method"]]
         .contains(&&json!("HEAD"));
     let answer = setup.runtime.block_on(setup.api.invoke(&event.to_string(), Context::default()));

@@ -150,9 +150,7 @@ fuzz_target!(|document: Document| {
     if entries_are_json && model {
         assert!(parsed.is_ok(), "a JWKS refused: {text}");
     }
-    let Ok(set) = parsed else {
-        return;
-    };
+    let Ok(set) = parsed else { return };
     let set = Arc::new(set);
     for key in pool {
         let is_usable = usable(runtime, &set, key);

@@ -61,10 +61,9 @@ pub async fn client_config(https: &Https, endpoint: Option<&str>) -> aws_sdk_dyn
         .build()
 }
 
-/// Turns off, for each call, the SDK's interceptors whose headers DynamoDB
-/// does not read: the user agent (~4 % of a request's CPU, docs/performance.md),
-/// the invocation id and the attempt count. The SDK's configuration has no
-/// switch for them; a disabled interceptor is its runtime's own mechanism.
+/// Turns off the SDK's interceptors whose headers DynamoDB does not read:
+/// the user agent (~4 % of a request's CPU, docs/performance.md), the
+/// invocation id, the attempt count; the SDK's runtime's own mechanism.
 #[derive(Debug)]
 struct WithoutSdkHeaders;
 

@@ -1,8 +1,7 @@
-//! The table's layout, in one place (`plant-store-admin create-table` and
-//! the tests read it; `template.yaml` declares the same key): partition
-//! key `owner` (S, the token's `sub`), sort key `id` (N), a plant's `name`
-//! and `tag` ([`StoredPlant`]); each owner's count in a partition of its
-//! own ([`counter_partition`]); an `id` no int64 is no plant ([`plant_id`]).
+//! The table's layout, in one place (the admin tool, the tests and, through
+//! `cargo test`, the templates hold to it): key `owner` (S, the token's `sub`)
+//! and `id` (N), a plant's `name` and `tag` ([`StoredPlant`]); each owner's
+//! count in its own partition ([`counter_partition`]); an `id` no int64 is no plant.
 
 use std::collections::HashMap;
 
@@ -59,10 +58,7 @@ impl StoredPlant {
     /// (written by hand or by a migration), which is no plant of the API's.
     pub(super) fn read(item: &Item) -> Option<Self> {
         let text = |attribute| item.get(attribute).map(|value| value.as_s().ok().cloned());
-        let tag = match text("tag") {
-            None => None,
-            Some(tag) => Some(tag?),
-        };
+        let tag = text("tag").map(|tag| tag.ok_or(())).transpose().ok()?;
         Some(Self { name: text("name")??, tag })
     }
 }
@@ -115,7 +111,7 @@ pub fn counter_key(owner: &str) -> Item {
 /// not an int64: a stray item, or an earlier build's counter).
 pub fn plant_id(item: &Item) -> Option<PlantId> {
     let id = item.get(ID.name)?.as_n().ok()?;
-    id.parse().ok().map(PlantId::new)
+    id.parse().ok().map(PlantId)
 }
 
 #[cfg(test)]

@@ -104,16 +104,14 @@ impl PlantStore {
     }
 
     /// Connects to DynamoDB in init (full CPU), so that the first request
-    /// does not pay for the handshake and set-up: a Query of a partition no
-    /// token can name. A failure is logged, never fatal, within
-    /// [`WARM_UP_TIMEOUT`].
+    /// does not pay for it: a Query of a partition no token can name; a
+    /// failure is logged, never fatal, within [`WARM_UP_TIMEOUT`].
     pub async fn warm_up(&self) {
         let query = self.query_partition(nobodys_partition()).limit(1).send();
         match tokio::time::timeout(WARM_UP_TIMEOUT, query).await {
             Ok(Ok(_)) => {}
             Ok(Err(error)) => {
-                let error = StoreError::from(error);
-                tracing::warn!(?error, "warming the DynamoDB connection failed");
+                tracing::warn!(error = ?StoreError::from(error), "warming the DynamoDB connection failed")
             }
             Err(_) => tracing::warn!("warming the DynamoDB connection timed out"),
         }
@@ -123,9 +121,7 @@ impl PlantStore {
     /// overwrites) or has the most plants allowed; a retry of a stored plant
     /// is answered, at the bound too.
     pub async fn create(&self, owner: &Owner, new: &NewPlant) -> Result<Created, StoreError> {
-        let Some(bound) = self.bound else {
-            return self.put(owner, new).await.0;
-        };
+        let Some(bound) = self.bound else { return self.put(owner, new).await.0 };
         if !self.take_place(owner, bound).await? {
             // At the bound: a retry of a stored plant, a conflict, or the
             // bound, told apart by the stored item as it is now.
@@ -203,10 +199,7 @@ impl PlantStore {
                 .send(),
         )
         .await;
-        let error = match put {
-            Ok(_) => return (Ok(Created::New), false),
-            Err(error) => error,
-        };
+        let Err(error) = put else { return (Ok(Created::New), false) };
         if let Some(PutItemError::ConditionalCheckFailedException(failed)) =
             error.as_service_error()
         {
@@ -236,10 +229,9 @@ impl PlantStore {
         Ok(read.item().map(StoredPlant::read))
     }
 
-    /// A page of the owner's plants by id: at most `limit` and
-    /// [`MAX_PAGE_BYTES`], after `after`, and where the next starts. It reads
-    /// `limit + 1` items of the owner's partition (the extra one tells
-    /// whether more exist) across DynamoDB's 1 MB pages.
+    /// A page of the owner's plants by id after `after` (at most `limit` and
+    /// [`MAX_PAGE_BYTES`]), and where the next starts: `limit + 1` items read
+    /// (the extra one tells whether more exist) across DynamoDB's 1 MB pages.
     pub async fn list(
         &self,
         owner: &Owner,
@@ -314,19 +306,7 @@ fn taken(stored: Option<&StoredPlant>, new: &NewPlant) -> Created {
     }
 }
 
-/// The bytes of `value` as JSON, and one for the comma after it in a page.
-fn json_bytes(value: &impl serde::Serialize) -> usize {
-    struct Counter(usize);
-    impl std::io::Write for Counter {
-        fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
-            self.0 += bytes.len();
-            Ok(bytes.len())
-        }
-        fn flush(&mut self) -> std::io::Result<()> {
-            Ok(())
-        }
-    }
-    let mut counter = Counter(1);
-    let _ = serde_json::to_writer(&mut counter, value);
-    counter.0
+/// The bytes of `plant` as JSON, and one for the comma after it in a page.
+fn json_bytes(plant: &StoredPlant) -> usize {
+    serde_json::to_vec(plant).map_or(0, |json| json.len()) + 1
 }
