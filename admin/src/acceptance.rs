@@ -477,9 +477,7 @@ impl Exchange {
     /// The path of `Link: <target>; rel="next"`, if any; the target may be
     /// relative or absolute (an API behind a custom domain).
     fn next_link(&self, rule: &'static str) -> Result<Option<String>, Failure> {
-        let Some(link) = self.header("link") else {
-            return Ok(None);
-        };
+        let Some(link) = self.header("link") else { return Ok(None) };
         let target = link
             .strip_prefix('<')
             .and_then(|rest| rest.split_once(">; rel=\"next\""))

@@ -184,13 +184,9 @@ async fn forward(
     let sent = body_bytes(body).await;
     let request_json = serde_json::from_slice(&sent).unwrap_or_default();
     let request = Request::from_parts(parts, Full::new(sent));
-    let Ok(response) = upstream.client.request(request).await else {
-        return Reply::Reset;
-    };
+    let Ok(response) = upstream.client.request(request).await else { return Reply::Reset };
     let (parts, body) = response.into_parts();
-    let Ok(body) = body.collect().await else {
-        return Reply::Reset;
-    };
+    let Ok(body) = body.collect().await else { return Reply::Reset };
     let body = body.to_bytes();
     calls.lock().unwrap().push(Call {
         operation,

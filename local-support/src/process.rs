@@ -252,9 +252,7 @@ impl Started {
 /// Every process below `pid`, from each process's parent as the system
 /// tells it (sysinfo: /proc on Linux, the kernel's process table on macOS).
 fn descendants(pid: u32) -> Vec<u32> {
-    let Ok(mut system) = sysinfo::System::new() else {
-        return Vec::new();
-    };
+    let Ok(mut system) = sysinfo::System::new() else { return Vec::new() };
     let nothing_more = sysinfo::ProcessRefreshKind::nothing();
     system.refresh_processes_specifics(sysinfo::ProcessesToUpdate::All, true, nothing_more);
     let parents: Vec<(u32, u32)> = (system.processes().iter())

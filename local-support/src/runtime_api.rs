@@ -159,20 +159,18 @@ impl LambdaProcess {
     /// asks for it to be traced (`Sampled=1`), and waits for its answer. An
     /// invocation error (the function failing instead of answering) panics.
     pub async fn invoke(&self, event: &str) -> Invoked {
-        self.invoke_sampled(event, true).await
+        self.invoke_with(event, true, None).await
     }
 
-    /// [`Self::invoke`], with X-Ray's sampling decision `sampled`.
-    pub async fn invoke_sampled(&self, event: &str, sampled: bool) -> Invoked {
-        self.invoke_with(event, sampled, ANSWER_TIMEOUT).await
-    }
-
-    /// [`Self::invoke`], with its deadline `timeout` after it is handed out.
-    pub async fn invoke_within(&self, event: &str, timeout: Duration) -> Invoked {
-        self.invoke_with(event, true, timeout).await
-    }
-
-    async fn invoke_with(&self, event: &str, sampled: bool, timeout: Duration) -> Invoked {
+    /// [`Self::invoke`], with X-Ray's sampling decision `sampled` and its
+    /// deadline `timeout` (if not the default) after it is handed out.
+    pub async fn invoke_with(
+        &self,
+        event: &str,
+        sampled: bool,
+        timeout: Option<Duration>,
+    ) -> Invoked {
+        let timeout = timeout.unwrap_or(ANSWER_TIMEOUT);
         let number = self.next_id.fetch_add(1, Ordering::SeqCst);
         let request_id = format!("00000000-0000-4000-8000-{number:012}");
         let trace_id = format!(
@@ -181,28 +179,18 @@ impl LambdaProcess {
             u8::from(sampled)
         );
         let (answered, answer) = oneshot::channel();
-        self.state
-            .waiting
-            .lock()
-            .unwrap()
-            .insert(request_id.clone(), Waiting { answered, handed_out: None });
+        let waiting = Waiting { answered, handed_out: None };
+        self.state.waiting.lock().unwrap().insert(request_id.clone(), waiting);
+        let (event, trace) = (event.to_owned(), trace_id.clone());
         self.submit
-            .send(Pending {
-                request_id: request_id.clone(),
-                trace_id: trace_id.clone(),
-                event: event.to_owned(),
-                timeout,
-            })
+            .send(Pending { request_id: request_id.clone(), trace_id: trace, event, timeout })
             .unwrap();
-        let (duration, answer) = tokio::time::timeout(ANSWER_TIMEOUT, answer)
-            .await
-            .unwrap_or_else(|_| {
-                panic!(
-                    "no answer to {request_id} within {ANSWER_TIMEOUT:?}; the function's output:\n{}",
-                    self.output().join("\n")
-                )
-            })
-            .unwrap();
+        let Ok(Ok((duration, answer))) = tokio::time::timeout(ANSWER_TIMEOUT, answer).await else {
+            let output = self.output().join("\n");
+            panic!(
+                "no answer to {request_id} within {ANSWER_TIMEOUT:?}; the function's output:\n{output}"
+            )
+        };
         match answer {
             Returned::Response(response) => Invoked { request_id, trace_id, response, duration },
             Returned::Error(error) => panic!("invocation {request_id} failed: {error}"),

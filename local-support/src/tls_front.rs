@@ -61,9 +61,7 @@ impl TlsFront {
                 let acceptor = acceptor.clone();
                 tokio::spawn(async move {
                     let _ = client.set_nodelay(true);
-                    let Ok(mut tls) = acceptor.accept(client).await else {
-                        return;
-                    };
+                    let Ok(mut tls) = acceptor.accept(client).await else { return };
                     let Ok(mut plain) = TcpStream::connect(("127.0.0.1", upstream)).await else {
                         return;
                     };
@@ -103,9 +101,7 @@ pub fn forward(address: &str, upstream: u16) -> Result {
     log!("forwarding {address} to 127.0.0.1:{upstream}");
     std::thread::spawn(move || {
         for client in listener.incoming().flatten() {
-            let Ok(plain) = StdStream::connect(("127.0.0.1", upstream)) else {
-                continue;
-            };
+            let Ok(plain) = StdStream::connect(("127.0.0.1", upstream)) else { continue };
             for (mut from, mut to) in
                 [(client.try_clone(), plain.try_clone()), (Ok(plain), Ok(client))]
                     .into_iter()

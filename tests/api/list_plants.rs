@@ -117,7 +117,7 @@ async fn a_well_formed_cursor_at_any_id_answers_the_callers_plants_after_it() {
     let ids = [i64::MIN, -1, 0, 7, i64::MAX - 1, i64::MAX];
     create_plants(&app, "alice", ids).await;
     for (at, after) in ids.iter().enumerate() {
-        let cursor = Cursor::after(PlantId::new(*after)).encode();
+        let cursor = Cursor::after(PlantId(*after)).encode();
         let page = app.get(&bearer("alice"), &format!("limit=1000&cursor={cursor}")).await;
         let expected: Vec<Value> =
             ids[at + 1..].iter().map(|id| json!({"name": plant_name(*id)})).collect();

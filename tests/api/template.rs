@@ -51,59 +51,51 @@ async fn function() -> Function {
     Function { directive, needs: needs.collect(), reads: reads.into_inner() }
 }
 
-/// Every string in `value`, with its JSON pointer.
-fn strings(value: &Value) -> Vec<(String, &str)> {
-    match value {
-        Value::String(text) => vec![(String::new(), text)],
-        Value::Array(items) => (items.iter().enumerate())
-            .flat_map(|(i, item)| {
-                strings(item).into_iter().map(move |(at, s)| (format!("/{i}{at}"), s))
-            })
-            .collect(),
-        Value::Object(map) => (map.iter())
-            .flat_map(|(key, item)| {
-                strings(item).into_iter().map(move |(at, s)| (format!("/{key}{at}"), s))
-            })
-            .collect(),
+/// Every value in `value`, with its JSON pointer.
+fn nodes(value: &Value) -> Vec<(String, &Value)> {
+    let children: Vec<(String, &Value)> = match value {
+        Value::Array(items) => items.iter().enumerate().map(|(i, v)| (i.to_string(), v)).collect(),
+        Value::Object(map) => map.iter().map(|(key, v)| (key.clone(), v)).collect(),
         _ => Vec::new(),
-    }
+    };
+    let nested = children.into_iter().flat_map(|(key, child)| {
+        nodes(child).into_iter().map(move |(at, v)| (format!("/{key}{at}"), v))
+    });
+    [(String::new(), value)].into_iter().chain(nested).collect()
 }
 
 /// The metrics of namespaces not AWS's the template reads, as `(where,
 /// [namespace, metric, dimensions...])`: its alarms', and its dashboard's
 /// searches and rows.
 fn metrics_read(template: &Value) -> Vec<(String, Vec<String>)> {
-    let mut read = Vec::new();
-    for (at, _) in strings(template).into_iter().filter(|(at, _)| at.ends_with("/Namespace")) {
-        let metric = template.pointer(at.strip_suffix("/Namespace").unwrap()).unwrap();
-        let dimensions = metric["Dimensions"].as_array().into_iter().flatten().map(|d| &d["Name"]);
-        let keys = [&metric["Namespace"], &metric["MetricName"]].into_iter().chain(dimensions);
-        read.push((at, keys.map(|key| key.as_str().unwrap_or_default().to_owned()).collect()));
-    }
+    let text =
+        |keys: Vec<&Value>| keys.iter().map(|k| k.as_str().unwrap_or_default().into()).collect();
+    let mut read: Vec<(String, Vec<String>)> = (nodes(template).into_iter())
+        .filter(|(_, metric)| metric.get("Namespace").is_some())
+        .map(|(at, metric)| {
+            let dimensions = metric["Dimensions"].as_array().into_iter().flatten();
+            let keys = [&metric["Namespace"], &metric["MetricName"]].into_iter();
+            (at, text(keys.chain(dimensions.map(|d| &d["Name"])).collect()))
+        })
+        .collect();
+    let body = template.pointer("/Resources/Dashboard/Properties/DashboardBody/!Sub/0").unwrap();
     let body =
-        template["Resources"]["Dashboard"]["Properties"]["DashboardBody"]["!Sub"][0].as_str();
-    let body = body.unwrap().split("${").map(|part| part.split_once('}').map_or(part, |p| p.1));
+        body.as_str().unwrap().split("${").map(|part| part.split_once('}').map_or(part, |p| p.1));
     let body: Value = serde_json::from_str(&body.collect::<Vec<_>>().join("x")).unwrap();
-    for widget in body["widgets"].as_array().unwrap() {
-        for metric in widget["properties"]["metrics"].as_array().into_iter().flatten() {
-            let search = metric[0]["expression"].as_str().and_then(|text| text.split_once("('{"));
-            let keys: Vec<String> = match search {
-                Some((_, search)) => {
-                    let (keys, rest) = search.split_once('}').unwrap();
-                    let name = rest.split("MetricName=\"").nth(1).and_then(|m| m.split('"').next());
-                    let name = name.unwrap_or_default();
-                    let mut keys: Vec<String> = keys.split(',').map(Into::into).collect();
-                    keys.insert(1, name.into());
-                    keys
-                }
-                None => {
-                    let row = metric.as_array().unwrap();
-                    let keys = row.iter().take(2).chain(row.iter().skip(2).step_by(2));
-                    keys.filter_map(|key| key.as_str().map(Into::into)).collect()
-                }
-            };
-            read.push(("the dashboard".into(), keys));
-        }
+    for (_, row) in nodes(&body).into_iter().filter(|(at, _)| at.contains("/metrics/")) {
+        let Some(row) = row.as_array() else { continue };
+        let search = row[0]["expression"].as_str().and_then(|text| text.split_once("('{"));
+        let keys: Vec<String> = match search {
+            Some((_, search)) => {
+                let (keys, rest) = search.split_once('}').unwrap();
+                let name = rest.split("MetricName=\"").nth(1).and_then(|m| m.split('"').next());
+                let mut keys: Vec<String> = keys.split(',').map(Into::into).collect();
+                keys.insert(1, name.unwrap_or_default().into());
+                keys
+            }
+            None => text(row.iter().take(2).chain(row.iter().skip(2).step_by(2)).collect()),
+        };
+        read.push(("the dashboard".into(), keys));
     }
     read.retain(|(_, keys)| !keys[0].starts_with("AWS/"));
     read
@@ -128,53 +120,40 @@ fn metric_drift(template: &Value, directive: &Value) -> Vec<String> {
 }
 
 /// Where the variables the template sets and those the function reads (and
-/// deploying.md names) or needs differ; where its table's key is not
-/// `store::layout`'s.
+/// deploying.md names) or needs differ; where a table's key is not
+/// `store::layout`'s: this stack's, and that of several Regions.
 fn variable_and_key_drift(template: &Value, function: &Function) -> Vec<String> {
-    let variables = template.pointer(VARIABLES).unwrap().as_object().unwrap();
-    let set: BTreeSet<String> = variables.keys().cloned().collect();
+    let set: BTreeSet<String> =
+        template.pointer(VARIABLES).unwrap().as_object().unwrap().keys().cloned().collect();
     let (reads, docs) = (&function.reads, include_str!("../../docs/deploying.md"));
     let mut found: Vec<String> = (set.difference(reads))
         .map(|name| format!("template.yaml sets {name}; the function reads {reads:?}"))
         .chain(function.needs.difference(&set).map(|name| format!("the function needs {name}")))
         .chain(
-            reads
-                .iter()
-                .filter(|name| !docs.contains(&format!("`{name}`")))
+            (reads.iter().filter(|name| !docs.contains(&format!("`{name}`"))))
                 .map(|name| format!("the function reads {name}; deploying.md does not name it")),
         )
         .collect();
-    // This stack's table, and the one of several Regions (global-table.yaml).
-    let global = crate::interface::json(serde_yaml_ng::from_str(GLOBAL_TABLE).unwrap());
-    let tables = [
+    let global = crate::interface::json(
+        serde_yaml_ng::from_str(include_str!("../../global-table.yaml")).unwrap(),
+    );
+    let layout =
+        json!(TABLE_KEY.map(|k| json!([k.name, k.key_type.as_str(), k.attribute_type.as_str()])));
+    for (file, source, name) in [
         ("template.yaml", template, "PlantsTable"),
         ("global-table.yaml", &global, "PlantsGlobalTable"),
-    ];
-    let layout = TABLE_KEY.map(|k| json!([k.name, k.key_type.as_str(), k.attribute_type.as_str()]));
-    for (file, source, name) in tables {
+    ] {
         let table = &source["Resources"][name]["Properties"];
         let types = table["AttributeDefinitions"].as_array().unwrap();
         let key = table["KeySchema"].as_array().unwrap().iter().map(|key| {
             let typed = types.iter().find(|t| t["AttributeName"] == key["AttributeName"]);
             json!([key["AttributeName"], key["KeyType"], typed.map(|t| &t["AttributeType"])])
         });
-        let (key, layout) = (Value::Array(key.collect()), json!(layout));
+        let key = Value::Array(key.collect());
         if key != layout {
             found.push(format!("{file}'s table key is {key}; store::layout's {layout}"));
         }
     }
-    found
-}
-
-const GLOBAL_TABLE: &str = include_str!("../../global-table.yaml");
-
-/// Every disagreement between the template (with openapi.yaml) and the
-/// function.
-fn drift([spec, template, _]: &[Value; 3], function: &Function) -> Vec<String> {
-    let mut found = metric_drift(template, &function.directive);
-    found.extend(variable_and_key_drift(template, function));
-    found.extend(scope_drift(template, spec));
-    found.extend(number_drift(template, spec));
     found
 }
 
@@ -184,26 +163,23 @@ fn scope_drift(template: &Value, spec: &Value) -> Vec<String> {
     let server = &template["Resources"]["PlantsResourceServer"]["Properties"]["Scopes"];
     let scopes: BTreeSet<&str> =
         server.as_array().unwrap().iter().filter_map(|s| s["ScopeName"].as_str()).collect();
-    let accesses =
-        strings(spec).into_iter().filter(|(at, _)| at.contains("/security/0/bearerAuth/"));
-    let accesses: BTreeSet<&str> = accesses.map(|(_, access)| access).collect();
+    let accesses = nodes(spec).into_iter().filter(|(at, _)| at.contains("/security/0/bearerAuth/"));
+    let accesses: BTreeSet<&str> = accesses.filter_map(|(_, access)| access.as_str()).collect();
     let mut found = Vec::new();
     if scopes != accesses {
         found.push(format!(
             "the resource server's scopes are {scopes:?}; openapi.yaml's accesses {accesses:?}"
         ));
     }
-    for (at, text) in strings(template) {
-        if let Some(scope) =
-            text.strip_prefix("${PlantsResourceServer}/").filter(|s| !scopes.contains(s))
-        {
+    for (at, text) in nodes(template) {
+        let named = text.as_str().and_then(|text| text.strip_prefix("${PlantsResourceServer}/"));
+        if let Some(scope) = named.filter(|scope| !scopes.contains(scope)) {
             found.push(format!(
                 "template.yaml's {at} names the scope {scope}; the resource server has {scopes:?}"
             ));
         }
     }
-    let variables =
-        &template["Resources"]["PlantsFunction"]["Properties"]["Environment"]["Variables"];
+    let variables = template.pointer(VARIABLES).unwrap();
     for access in accesses {
         let variable = &variables[format!("AUTH_SCOPE_{}", access.to_uppercase())];
         if !variable.to_string().contains(&format!("\"${{PlantsResourceServer}}/{access}\"")) {
@@ -230,10 +206,7 @@ fn number_drift(template: &Value, spec: &Value) -> Vec<String> {
         ("limit's default", &limit["default"], json!(LIMIT_DEFAULT)),
     ];
     let drift = stated.into_iter().filter(|(_, stated, code)| *stated != code);
-    let mut found: Vec<String> =
-        drift.map(|(what, stated, code)| format!("{what}: {stated}; the code's {code}")).collect();
-    found.extend(retry_after_drift(template, spec));
-    found
+    drift.map(|(what, stated, code)| format!("{what}: {stated}; the code's {code}")).collect()
 }
 
 /// Where a `Retry-After` and openapi.yaml's range for it disagree: the
@@ -247,83 +220,77 @@ fn retry_after_drift(template: &Value, spec: &Value) -> Vec<String> {
     let ((least, most), unavailable) = (range("TooManyRequests"), range("Unavailable"));
     let answer = ApiError::Unavailable(String::new()).into_response();
     let function = answer.headers()["retry-after"].to_str().unwrap().parse().ok();
-    let gateway = &template["Resources"]["PlantsRestApi"]["Properties"]["GatewayResponses"];
-    let gateway =
-        strings(&gateway["THROTTLED"]).into_iter().find(|(at, _)| at.ends_with("/Retry-After"));
-    let gateway = gateway.and_then(|(_, value)| value.trim_matches('\'').parse().ok());
-    let mut sent = vec![("the gateway's 429", gateway, least == gateway)];
-    sent.push((
-        "the function's 503",
-        function,
-        unavailable.0 <= function && function <= unavailable.1,
-    ));
+    let throttled =
+        template.pointer("/Resources/PlantsRestApi/Properties/GatewayResponses/THROTTLED").unwrap();
+    let gateway = nodes(throttled).into_iter().find(|(at, _)| at.ends_with("/Retry-After"));
+    let gateway = gateway.and_then(|(_, value)| value.as_str()?.trim_matches('\'').parse().ok());
+    let mut sent = vec![
+        ("the gateway's 429", gateway, least == gateway),
+        ("the function's 503", function, unavailable.0 <= function && function <= unavailable.1),
+    ];
     for rule in template["Resources"]["WebAcl"]["Properties"]["Rules"].as_array().unwrap() {
-        let Some(window) = rule["Statement"]["RateBasedStatement"]["EvaluationWindowSec"].as_u64()
-        else {
-            continue;
-        };
-        let header = format!(r#"{{"Name":"Retry-After","Value":"{window}"}}"#);
-        let held = rule["Action"].to_string().contains(&header) && Some(window) == most;
-        sent.push(("a rate rule's 429, by its window", Some(window), held));
+        if let Some(window) =
+            rule["Statement"]["RateBasedStatement"]["EvaluationWindowSec"].as_u64()
+        {
+            let header = format!(r#"{{"Name":"Retry-After","Value":"{window}"}}"#);
+            let held = rule["Action"].to_string().contains(&header) && Some(window) == most;
+            sent.push(("a rate rule's 429, by its window", Some(window), held));
+        }
     }
-    let drift = sent.into_iter().filter(|(_, _, held)| !held);
     let ranges = format!("openapi.yaml's 429 {least:?} to {most:?}, 503 {unavailable:?}");
+    let drift = sent.into_iter().filter(|(_, _, held)| !held);
     drift.map(|(what, sent, _)| format!("{what} sends Retry-After {sent:?}; {ranges}")).collect()
 }
 
-type Change = fn(&mut [Value; 3], &mut Function);
-
-/// `value` at `pointer` in `source`.
-fn set(source: &mut Value, pointer: &str, value: Value) {
-    *source.pointer_mut(pointer).unwrap_or_else(|| panic!("{pointer}")) = value;
+/// Every disagreement between the template (with openapi.yaml) and the
+/// function.
+fn drift([spec, template, _]: &[Value; 3], function: &Function) -> Vec<String> {
+    let mut found = metric_drift(template, &function.directive);
+    found.extend(variable_and_key_drift(template, function));
+    found.extend(scope_drift(template, spec));
+    found.extend(number_drift(template, spec));
+    found.extend(retry_after_drift(template, spec));
+    found
 }
 
-/// One change of each kind, made alone: in openapi.yaml (0) or
-/// template.yaml (1), or in what the function writes.
-const CHANGES: [(&str, Change); 9] = [
-    ("the alarm's namespace", |s, _| set(&mut s[1], ALARM_NAMESPACE, json!("PlantStore2"))),
-    ("the alarm's metric", |s, _| set(&mut s[1], ALARM_METRIC, json!("ServerError"))),
-    ("a metric the function writes", |_, f| {
-        set(&mut f.directive, "/Metrics/3/Name", json!("Errors5xx"))
-    }),
-    ("a variable's name", |s, _| {
-        let variables = s[1].pointer_mut(VARIABLES).unwrap().as_object_mut().unwrap();
-        let value = variables.remove("AUTH_SCOPE_READ").unwrap();
-        variables.insert("AUTH_SCOPES_READ".into(), value);
-    }),
-    ("the table's key", |s, _| {
-        set(&mut s[1], "/Resources/PlantsTable/Properties/KeySchema/0/AttributeName", json!("ownr"))
-    }),
-    ("a Cognito scope", |s, _| {
-        set(
-            &mut s[1],
-            "/Resources/PlantsResourceServer/Properties/Scopes/0/ScopeName",
-            json!("reads"),
-        )
-    }),
-    ("the bound's range", |s, _| {
-        set(&mut s[1], "/Parameters/MaxPlantsPerOwner/MaxValue", json!(2_000_000))
-    }),
-    ("a name's length", |s, _| {
-        set(&mut s[0], "/components/schemas/Plant/properties/name/maxLength", json!(255))
-    }),
-    ("the firewall's window", |s, _| set(&mut s[1], WINDOW, json!(120))),
-];
-const ALARM_NAMESPACE: &str =
-    "/Resources/FunctionServerErrorsAlarm/Properties/Metrics/0/MetricStat/Metric/Namespace";
-const ALARM_METRIC: &str =
-    "/Resources/FunctionServerErrorsAlarm/Properties/Metrics/0/MetricStat/Metric/MetricName";
 const VARIABLES: &str = "/Resources/PlantsFunction/Properties/Environment/Variables";
-const WINDOW: &str =
-    "/Resources/WebAcl/Properties/Rules/0/Statement/RateBasedStatement/EvaluationWindowSec";
+
+/// One change of each kind, made alone: the value at a JSON pointer of
+/// openapi.yaml (0), template.yaml (1) or the function's EMF directive (2).
+#[rustfmt::skip]
+const CHANGES: [(usize, &str, &str); 8] = [
+    (1, "/Resources/FunctionServerErrorsAlarm/Properties/Metrics/0/MetricStat/Metric/Namespace", "PlantStore2"),
+    (1, "/Resources/FunctionServerErrorsAlarm/Properties/Metrics/0/MetricStat/Metric/MetricName", "ServerError"),
+    (2, "/Metrics/3/Name", "Errors5xx"),
+    (1, "/Resources/PlantsTable/Properties/KeySchema/0/AttributeName", "ownr"),
+    (1, "/Resources/PlantsResourceServer/Properties/Scopes/0/ScopeName", "reads"),
+    (1, "/Parameters/MaxPlantsPerOwner/MaxValue", "2000000"),
+    (0, "/components/schemas/Plant/properties/name/maxLength", "255"),
+    (1, "/Resources/WebAcl/Properties/Rules/0/Statement/RateBasedStatement/EvaluationWindowSec", "120"),
+];
 
 #[tokio::test]
 async fn the_template_shares_the_functions_metrics_variables_key_scopes_and_numbers() {
     let function = function().await;
     assert_eq!(drift(&sources(), &function), Vec::<String>::new());
-    for (change, make) in CHANGES {
+    // Each value of CHANGES, then a variable's name.
+    for change in CHANGES.iter().map(Some).chain([None]) {
         let (mut sources, mut function) = (sources(), function.clone());
-        make(&mut sources, &mut function);
+        let change = match change {
+            Some(&(source, pointer, value)) => {
+                let target =
+                    if source == 2 { &mut function.directive } else { &mut sources[source] };
+                let value = serde_json::from_str(value).unwrap_or(json!(value));
+                *target.pointer_mut(pointer).unwrap_or_else(|| panic!("{pointer}")) = value.clone();
+                format!("{pointer}: {value}")
+            }
+            None => {
+                let variables = sources[1].pointer_mut(VARIABLES).unwrap().as_object_mut().unwrap();
+                let value = variables.remove("AUTH_SCOPE_READ").unwrap();
+                variables.insert("AUTH_SCOPES_READ".into(), value);
+                "AUTH_SCOPE_READ renamed AUTH_SCOPES_READ".into()
+            }
+        };
         let found = drift(&sources, &function);
         println!("{change}:\n  {}", found.join("\n  "));
         assert!(!found.is_empty(), "{change} went unnoticed");

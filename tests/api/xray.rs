@@ -138,7 +138,8 @@ async fn a_call_cut_at_the_invocations_deadline_is_a_fault() {
     // 1.5 s left: the request's deadline (1.2 s) comes before the SDK's
     // own timeouts end the call (three attempts of 1 s).
     let list = ApiGatewayEvent::list_plants(&bearer("alice"), "");
-    let invoked = function.invoke_within(&list.event(), Duration::from_millis(1500)).await;
+    let invoked =
+        function.invoke_with(&list.event(), true, Some(Duration::from_millis(1500))).await;
     TestResponse::from_lambda_response(&invoked.response).assert_error(503, "");
     assert!(invoked.duration < Duration::from_millis(1500), "{:?}", invoked.duration);
     let documents = documents_of(&daemon, &invoked, 1).await;
@@ -191,7 +192,7 @@ async fn an_unsampled_invocation_sends_nothing_and_passes_its_header_on() {
     let before = proxy.call_count();
 
     let post = ApiGatewayEvent::create_plant(&bearer("erin"), r#"{"id": 1, "name": "Fern"}"#);
-    let unsampled = function.invoke_sampled(&post.event(), false).await;
+    let unsampled = function.invoke_with(&post.event(), false, None).await;
     assert_eq!(TestResponse::from_lambda_response(&unsampled.response).status, 200);
     let (root, parent) = (trace_field(&unsampled, "Root="), trace_field(&unsampled, "Parent="));
     let headers: Vec<Option<String>> =

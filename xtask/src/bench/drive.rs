@@ -42,7 +42,7 @@ async fn invoke_ok(
     event: &str,
 ) -> Result<(Duration, Option<Duration>)> {
     let cpu_before = process.cpu_time();
-    let invoked = process.invoke_sampled(event, false).await;
+    let invoked = process.invoke_with(event, false, None).await;
     let cpu = process.cpu_time().zip(cpu_before);
     let status = invoked.response["statusCode"].as_u64();
     if status != Some(200) {
