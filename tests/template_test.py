@@ -1,17 +1,14 @@
 """What template.yaml must keep that no linter checks (cfn-lint's custom
 rules, tests/template-rules.txt, and Checkov check the rest; cargo test
-holds its calls, bound and answers to their sources): IAM exactly the
-FunctionCalls mapping's calls, on the table alone; gradual, reversible
-deploys whose rollback alarms CloudWatch would trip for a broken version
-and not for a handful of failures; retained table and user pool; CORS off
-by default, and every origin the pattern admits as browsers send it; the
-edge's Retry-After, rate limits and CORS; and in each mode SAM's
-translation (after AWS::LanguageExtensions, as the SAM CLI emulates it),
-with no resource depending on itself.
-
-Each check also runs on copies with one protection removed or widened, and
-must fail there (`MutationsAreCaught`). Run: python3 tests/template_test.py
-(scripts/test runs it with the venv that has cfn-lint and the SAM CLI).
+holds what it shares with the function): IAM exactly the FunctionCalls
+mapping's calls, on the table alone; gradual, reversible deploys whose
+rollback alarms trip for a broken version, not a handful of failures;
+retained table and user pool; CORS off by default, every origin it admits
+as browsers send it; the edge's Retry-After and rate limits; and in each
+mode SAM's translation (after AWS::LanguageExtensions, as the SAM CLI
+emulates it), no resource depending on itself. Each check also runs on
+copies with one protection removed or widened, and must fail there.
+Run: python3 tests/template_test.py (scripts/test: with cfn-lint's venv).
 """
 
 import copy

@@ -80,13 +80,9 @@ pub struct Invoked {
 
 impl LambdaProcess {
     /// Starts `command` as Lambda starts a `bootstrap`: with only the Lambda
-    /// environment and `env`; returns once it asks for its first event.
-    pub async fn start(command: &[String], env: &Env) -> Self {
-        Self::start_in(command, env, None).await
-    }
-
-    /// [`Self::start`], its process in `share` from its first instruction.
-    pub async fn start_in(command: &[String], env: &Env, share: Option<&CpuShare>) -> Self {
+    /// environment and `env`, in `share` (if any) from its first instruction;
+    /// returns once it asks for its first event.
+    pub async fn start(command: &[String], env: &Env, share: Option<&CpuShare>) -> Self {
         let (listener, address) = listen().await;
         let (submit, queue) = mpsc::unbounded_channel();
         let state = Arc::new(State {
@@ -113,16 +109,8 @@ impl LambdaProcess {
             tokio::spawn(keep_lines(child.stdout.take().unwrap(), output.clone())),
             tokio::spawn(keep_lines(child.stderr.take().unwrap(), output.clone())),
         ];
-
-        let mut process = Self {
-            state,
-            submit,
-            next_id: AtomicUsize::new(1),
-            output,
-            child,
-            server,
-            init_duration: Duration::ZERO,
-        };
+        let (next_id, init_duration) = (AtomicUsize::new(1), Duration::ZERO);
+        let mut process = Self { state, submit, next_id, output, child, server, init_duration };
         let ready = process.wait_until_ready(command, readers).await;
         process.init_duration = ready - started;
         process
@@ -208,17 +196,13 @@ impl LambdaProcess {
         self.state.max_in_flight.load(Ordering::SeqCst)
     }
 
-    /// The function's process id.
-    pub fn pid(&self) -> u32 {
-        self.child.id().expect("the function is running")
-    }
-
     /// The function's peak resident memory so far (`VmHWM`), in KiB (Linux
     /// only; elsewhere `None`).
     pub fn peak_rss_kib(&self) -> Option<u64> {
         #[cfg(target_os = "linux")]
         {
-            let status = std::fs::read_to_string(format!("/proc/{}/status", self.pid())).ok()?;
+            let status =
+                std::fs::read_to_string(format!("/proc/{}/status", self.child.id()?)).ok()?;
             let peak = status.lines().find_map(|line| line.strip_prefix("VmHWM:"))?;
             peak.trim().trim_end_matches("kB").trim().parse().ok()
         }
@@ -232,7 +216,7 @@ impl LambdaProcess {
     pub fn cpu_time(&self) -> Option<Duration> {
         #[cfg(target_os = "linux")]
         {
-            let tasks = std::fs::read_dir(format!("/proc/{}/task", self.pid())).ok()?;
+            let tasks = std::fs::read_dir(format!("/proc/{}/task", self.child.id()?)).ok()?;
             let on_cpu = |task: std::fs::DirEntry| -> Option<u64> {
                 let schedstat = std::fs::read_to_string(task.path().join("schedstat")).ok()?;
                 schedstat.split_whitespace().next()?.parse().ok()

@@ -66,11 +66,9 @@ impl SamLocal {
 
     /// What the full run prepared; `Err` says that it did not.
     pub fn from_env() -> Result<Self, String> {
-        let missing =
-            || format!("{HANDOVER} is not set: the full run (scripts/test) prepares sam local");
-        let prepared: serde_json::Value =
-            serde_json::from_str(&std::env::var(HANDOVER).map_err(|_| missing())?)
-                .map_err(|_| missing())?;
+        let missing = || format!("{HANDOVER} is not set: the full run (scripts/test) prepares it");
+        let prepared = std::env::var(HANDOVER).map_err(|_| missing())?;
+        let prepared: serde_json::Value = serde_json::from_str(&prepared).map_err(|_| missing())?;
         let text = |index: usize| prepared[index].as_str().map(str::to_owned);
         Ok(Self {
             docker_host: text(0),
@@ -94,23 +92,21 @@ impl SamLocal {
     }
 
     /// `sam local SUBCOMMAND` on the built template and the base image, with
-    /// these template parameters (`NAME=VALUE`), and the function's
-    /// environment `env` as the `--env-vars` file `env_file` (with the endpoint
-    /// the containers reach; `sam local` applies only the variables the
-    /// template declares, and takes credentials and region from its own
-    /// environment, which `env` also gives it).
+    /// template `parameters` (`NAME=VALUE`) and `env` as the `--env-vars` file
+    /// `env_file` (sam applies the variables the template declares) and as
+    /// its own environment (credentials, region).
     fn sam(
         &self,
         subcommand: &str,
         parameters: &[&str],
         env: &Env,
-        env_file: &Path,
+        file: &Path,
     ) -> Result<Command> {
         let env = env.with("AWS_ENDPOINT_URL_DYNAMODB", &self.dynamodb_url);
         let variables: serde_json::Map<_, _> =
             env.vars().iter().map(|(name, value)| (name.clone(), value.as_str().into())).collect();
-        std::fs::create_dir_all(env_file.parent().unwrap())?;
-        std::fs::write(env_file, json!({ FUNCTION: variables }).to_string())?;
+        std::fs::create_dir_all(file.parent().unwrap())?;
+        std::fs::write(file, json!({ FUNCTION: variables }).to_string())?;
         let mut command = self.engine(env.command("sam"));
         // `sam local` first asks STS for the account id: offline, botocore
         // retries for ~9 s (11.4 s per invoke against 3.0 s), online it
@@ -124,22 +120,22 @@ impl SamLocal {
         }
         command.args(["--container-host-interface", "127.0.0.1"]);
         command.args(["--parameter-overrides", "CreateUserPool=false"]).args(parameters);
-        command.arg("--env-vars").arg(env_file);
+        command.arg("--env-vars").arg(file);
         Ok(command)
     }
 
-    /// `sam local start-api` on 127.0.0.1:`port`, with one warm container
-    /// started at once (EAGER) and no file watching, its output in `log`
-    /// (else on the terminal), once the function answers.
+    /// `sam local start-api` on 127.0.0.1:`port`, one warm container started
+    /// at once, no file watching, its output in `log` (else the terminal),
+    /// once the function answers.
     pub fn start_api(
         &self,
         env: &Env,
         port: u16,
-        parameters: &[&str],
+        args: &[&str],
         log: Option<&Path>,
     ) -> Result<Started> {
         let env_file = tools_dir().join(format!("sam-local/env-{port}.json"));
-        let mut command = self.sam("start-api", parameters, env, &env_file)?;
+        let mut command = self.sam("start-api", args, env, &env_file)?;
         command.args(["--host", "127.0.0.1", "--port", &port.to_string()]);
         command.args(["--warm-containers", "EAGER", "--no-watch"]);
         // SAM (1.170) takes 30 s to end with a warm container: killed after
@@ -153,11 +149,9 @@ impl SamLocal {
     }
 
     /// `sam local invoke` of `event` (its files in `dir`): the function's
-    /// response document. Each invoke is a cold container whose `bootstrap`
-    /// runs under qemu-user, ten or more times slower than on an arm64 CPU,
-    /// within the template's 10 s timeout: when the emulator reports that
-    /// timeout, the event is sent once more (every sample event's request
-    /// is safe to repeat).
+    /// response. Each is a cold container, its `bootstrap` under qemu-user
+    /// ten times slower or more, within the template's 10 s: past it, the
+    /// event is sent once more (every sample event is safe to repeat).
     pub fn invoke(&self, event: &str, env: &Env, dir: &Path) -> Result<serde_json::Value> {
         let event_file = dir.join("event.json");
         std::fs::create_dir_all(dir)?;

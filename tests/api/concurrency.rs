@@ -63,27 +63,15 @@ enum Kind {
 
 /// 64 requests of every kind, interleaved: each batch the function takes a mix.
 fn mixed_requests() -> Vec<(Kind, String)> {
-    let mut requests = Vec::new();
-    let bob = bearer("bob");
-    for id in 1..=16 {
-        let body = json!({"id": id, "name": format!("plant {id}")});
-        requests.push((Kind::New, post_event(&bob, body)));
-    }
-    let carol = bearer("carol");
-    for _ in 0..16 {
-        let body = json!({"id": 1, "name": "Ivy", "tag": "climber"});
-        requests.push((Kind::Retry, post_event(&carol, body)));
-    }
-    let dave = bearer("dave");
-    for n in 0..8 {
-        let body = json!({"id": 1, "name": format!("name {n}")});
-        requests.push((Kind::Conflict, post_event(&dave, body)));
-    }
-    let alice = bearer("alice");
-    for _ in 0..16 {
-        let event = ApiGatewayEvent::list_plants(&alice, "limit=2").event();
-        requests.push((Kind::List, event));
-    }
+    let post = |kind, sub: &str, body: Value| (kind, post_event(&bearer(sub), body));
+    let new = |id| post(Kind::New, "bob", json!({"id": id, "name": format!("plant {id}")}));
+    let mut requests: Vec<_> = (1..=16).map(new).collect();
+    let retry = json!({"id": 1, "name": "Ivy", "tag": "climber"});
+    requests.extend((0..16).map(|_| post(Kind::Retry, "carol", retry.clone())));
+    let conflict = |n| post(Kind::Conflict, "dave", json!({"id": 1, "name": format!("name {n}")}));
+    requests.extend((0..8).map(conflict));
+    let list = ApiGatewayEvent::list_plants(&bearer("alice"), "limit=2").event();
+    requests.extend((0..16).map(|_| (Kind::List, list.clone())));
     for (_, token) in forged_tokens().into_iter().cycle().take(8) {
         let body = json!({"id": 99, "name": "Forged"});
         requests.push((Kind::Forged, post_event(&format!("Bearer {token}"), body)));
@@ -142,13 +130,9 @@ async fn assert_contract_answers(app: &TestApp, answers: &[(Kind, TestResponse)]
 /// Every line one whole JSON object; a request line per request, with its
 /// own request id and trace id.
 fn assert_one_whole_line_per_request(function: &LambdaProcess, invoked: &[Invoked]) {
-    let lines: Vec<Value> = function
-        .output()
-        .iter()
-        .map(|line| {
-            serde_json::from_str(line).unwrap_or_else(|_| panic!("not one whole JSON line: {line}"))
-        })
-        .collect();
+    let whole =
+        |line: &String| serde_json::from_str(line).unwrap_or_else(|_| panic!("torn: {line}"));
+    let lines: Vec<Value> = function.output().iter().map(whole).collect();
     let trace_ids: HashMap<&str, &str> =
         invoked.iter().map(|call| (call.request_id.as_str(), call.trace_id.as_str())).collect();
     let mut logged = HashSet::new();

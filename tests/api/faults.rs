@@ -31,14 +31,9 @@ async fn measure(
 ) -> Outcome {
     let started = Instant::now();
     let response = response.await;
-    let outcome = Outcome { response, elapsed: started.elapsed(), attempts: app.dynamodb_calls() };
-    eprintln!(
-        "fault case {case}: {} in {:.0} ms after {} attempt(s)",
-        outcome.response.status,
-        outcome.elapsed.as_secs_f64() * 1000.0,
-        outcome.attempts
-    );
-    outcome
+    let (elapsed, attempts) = (started.elapsed(), app.dynamodb_calls());
+    eprintln!("fault case {case}: {} in {elapsed:?} after {attempts} attempt(s)", response.status);
+    Outcome { response, elapsed, attempts }
 }
 
 fn assert_unavailable(case: &str, outcome: &Outcome) {
@@ -127,12 +122,8 @@ async fn a_replicated_write_conflict_is_retried_then_a_503_and_the_count_stays_e
                     (vec![], 0)
                 }
             };
-            assert_eq!(
-                outcome.response.status == 200,
-                count == 1,
-                "{case}: {}",
-                outcome.response.body
-            );
+            let answered = (outcome.response.status == 200, &outcome.response.body);
+            assert_eq!(answered.0, count == 1, "{case}: {}", answered.1);
             assert_eq!(app.stored_items().await, plants, "{case}");
             let counts = app.stored_plant_counts().await;
             assert!(counts.iter().all(|c| c["plants"] == count), "{case}: {counts:?}");
@@ -188,39 +179,31 @@ async fn warming_up_makes_one_read_and_changes_nothing() {
 const WITHIN_BUDGET: Duration = STORE_BUDGET.saturating_add(Duration::from_millis(500));
 const BOUND: u32 = 3;
 
-fn create_new() -> ApiGatewayEvent {
-    ApiGatewayEvent::create_plant(&bearer("alice"), r#"{"id": 99, "name": "New"}"#)
-}
-
-fn create_clash() -> ApiGatewayEvent {
-    ApiGatewayEvent::create_plant(&bearer("alice"), r#"{"id": 1, "name": "Other"}"#)
-}
-
 fn list() -> ApiGatewayEvent {
     ApiGatewayEvent::list_plants(&bearer("alice"), "limit=5")
 }
 
-/// An operation against a store that hangs on one call: the case, the
-/// bound, alice's plants before, the request, its calls that pass first,
-/// and the answer's status.
-type Hang = (&'static str, u32, i64, fn() -> ApiGatewayEvent, usize, u16);
-
-const HANGS: &[Hang] = &[
-    // The count taken, the put hangs: 503, the count one high.
-    ("create: the put", BOUND, 0, create_new, 1, 503),
-    // The only call, with the bound off.
-    ("create without the bound", 0, 0, create_new, 0, 503),
-    // At the bound, the read that tells a retry from the bound hangs.
-    ("create at the bound: the read", BOUND, 3, create_new, 1, 503),
-    // The id is taken and the count is given back: that hangs, and the
-    // answer (409) is given at the deadline.
-    ("create of a taken id: the give-back", BOUND, 1, create_clash, 2, 409),
-    ("list", BOUND, 1, list, 0, 503),
-];
-
 #[tokio::test]
 async fn every_operation_ends_inside_the_budget_when_its_next_call_hangs() {
-    for &(case, bound, seeded, request, calls_before, status) in HANGS {
+    let create = |body| ApiGatewayEvent::create_plant(&bearer("alice"), body).event();
+    let (new, clash) =
+        (create(r#"{"id": 99, "name": "New"}"#), create(r#"{"id": 1, "name": "O"}"#));
+    let list = list().event();
+    // The case, the bound, alice's plants before, the request, its calls
+    // that pass first, and the answer's status.
+    let hangs = [
+        // The count taken, the put hangs: 503, the count one high.
+        ("create: the put", BOUND, 0, &new, 1, 503),
+        // The only call, with the bound off.
+        ("create without the bound", 0, 0, &new, 0, 503),
+        // At the bound, the read that tells a retry from the bound hangs.
+        ("create at the bound: the read", BOUND, 3, &new, 1, 503),
+        // The id is taken and the count is given back: that hangs, and the
+        // answer (409) is given at the deadline.
+        ("create of a taken id: the give-back", BOUND, 1, &clash, 2, 409),
+        ("list", BOUND, 1, &list, 0, 503),
+    ];
+    for (case, bound, seeded, request, calls_before, status) in hangs {
         // Seeding makes a put per plant, and a count update with the bound.
         let seeding = usize::try_from(seeded).unwrap() * if bound == 0 { 1 } else { 2 };
         let first = vec![Fault::PassThrough; seeding + calls_before];
@@ -230,7 +213,7 @@ async fn every_operation_ends_inside_the_budget_when_its_next_call_hangs() {
             app.create("alice", json!({"id": id, "name": format!("Plant {id}")})).await;
         }
         let started = Instant::now();
-        let response = app.invoke(&request().event()).await;
+        let response = app.invoke(request).await;
         let elapsed = started.elapsed();
         eprintln!("{case}: {} after {elapsed:?}", response.status);
         assert_eq!(response.status, status, "{case}: {}", response.body);

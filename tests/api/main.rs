@@ -36,5 +36,5 @@ pub async fn start_function(
     for (name, value) in vars {
         env.set(name, value);
     }
-    plant_store_testkit::runtime_api::LambdaProcess::start(&bootstrap_command(), &env).await
+    plant_store_testkit::runtime_api::LambdaProcess::start(&bootstrap_command(), &env, None).await
 }

@@ -27,13 +27,9 @@ async fn wait_out(interval: Duration) {
     tokio::time::sleep(interval + Duration::from_millis(100)).await;
 }
 
-/// The app as production starts it: the first fetch at init (`prepare`).
-async fn remote_app(server: &KeyServer) -> TestApp {
-    remote_app_with(server, REFRESH).await
-}
-
-async fn remote_app_with(server: &KeyServer, refresh: KeyRefresh) -> TestApp {
-    // The remote key source as `main` builds it, with these intervals.
+/// The app as production starts it, with these intervals: the remote key
+/// source as `main` builds it, the first fetch at init (`prepare`).
+async fn remote_app(server: &KeyServer, refresh: KeyRefresh) -> TestApp {
     let (url, https) = (server.jwks_url.clone(), Https::new(&TrustConfig::default()).unwrap());
     let config = KeyConfig::Url { url, refresh, loopback_http: true };
     let keys = KeySource::from_config(&config, &https).unwrap();
@@ -52,7 +48,7 @@ fn token_with_kid(key: &SigningKey, kid: &str) -> String {
 #[tokio::test]
 async fn fetched_keys_serve_without_further_fetches_also_when_the_key_server_goes_down() {
     let server = KeyServer::start(keys().jwks.clone()).await;
-    let app = remote_app(&server).await;
+    let app = remote_app(&server, REFRESH).await;
     for id in 0..3 {
         let body = json!({"id": id, "name": "Fern"}).to_string();
         assert_eq!(app.post(&bearer("alice"), &body).await.status, 200);
@@ -64,10 +60,7 @@ async fn fetched_keys_serve_without_further_fetches_also_when_the_key_server_goe
     // An unknown kid's refetch fails: the token may be valid, so 503 with
     // Retry-After, not 401 (which signs the user out).
     let unknown = token_with_kid(keys().eddsa(), "rotated-away");
-    let response = app.get(&format!("Bearer {unknown}"), "").await;
-    response.assert_error(503, "signing keys");
-    assert_eq!(response.header("retry-after"), Some("1"));
-    assert_eq!(response.header("www-authenticate"), None);
+    assert_keys_unavailable(&app.get(&format!("Bearer {unknown}"), "").await);
     // The last good key set is still serving.
     assert_eq!(app.get(&bearer("alice"), "").await.status, 200);
 }
@@ -84,23 +77,32 @@ async fn oversized_and_slow_key_sets_are_refused_within_the_timeout_as_503_and_u
         server.set(behaviour);
         // At init: logged, not a crash, and within the fetch timeout.
         let started = Instant::now();
-        let app = remote_app(&server).await;
+        let app = remote_app(&server, REFRESH).await;
         assert!(started.elapsed() < Duration::from_millis(2500), "{:?}", started.elapsed());
         assert_eq!(server.fetches(), 1);
         // Without keys the function retries, but not on every request.
         wait_out(REFRESH.retry_without_keys).await;
         let started = Instant::now();
-        let response = app.get(&bearer("alice"), "").await;
-        response.assert_error(503, "signing keys");
-        assert_eq!(response.header("retry-after"), Some("1"));
-        assert_eq!(response.header("www-authenticate"), None);
+        assert_keys_unavailable(&app.get(&bearer("alice"), "").await);
         assert!(started.elapsed() < Duration::from_millis(2500), "{:?}", started.elapsed());
         assert_eq!(server.fetches(), 2);
     }
     // Just under the size cap: accepted.
     let server = KeyServer::start(String::new()).await;
     server.set(Behaviour::Oversized(keys().jwks.clone(), 140 * 1024));
-    assert_eq!(remote_app(&server).await.get(&bearer("alice"), "").await.status, 200);
+    assert_eq!(remote_app(&server, REFRESH).await.get(&bearer("alice"), "").await.status, 200);
+}
+
+/// `Bearer` and a token of `key` for `sub`.
+fn signed(key: &SigningKey, sub: &str) -> String {
+    format!("Bearer {}", key.sign(&claims(sub)).unwrap())
+}
+
+/// A 503 that asks for a retry: the keys cannot be known now.
+fn assert_keys_unavailable(response: &plant_store_testkit::TestResponse) {
+    response.assert_error(503, "signing keys");
+    assert_eq!(response.header("retry-after"), Some("1"));
+    assert_eq!(response.header("www-authenticate"), None);
 }
 
 /// A GET with this Authorization gets 401 `invalid_token`.
@@ -130,18 +132,18 @@ fn jwks_with(keys: &[&SigningKey], extra: &[serde_json::Value]) -> String {
 async fn a_rotation_beside_a_malformed_entry_admits_the_new_key_and_refuses_the_removed_one() {
     let old = keys().es256();
     let server = KeyServer::start(SigningKey::jwks_json(&[old])).await;
-    let app = remote_app(&server).await;
-    let old_token = format!("Bearer {}", old.sign(&claims("alice")).unwrap());
+    let app = remote_app(&server, REFRESH).await;
+    let old_token = signed(old, "alice");
     assert_eq!(app.get(&old_token, "").await.status, 200, "remembered");
 
     let new = SigningKey::generate(Algorithm::EdDSA).unwrap();
     server.set(Behaviour::Serve(jwks_with(&[&new], &[malformed_entry()])));
     wait_out(REFRESH.refetch_interval).await;
-    let new_token = format!("Bearer {}", new.sign(&claims("alice")).unwrap());
+    let new_token = signed(&new, "alice");
     assert_eq!(app.get(&new_token, "").await.status, 200, "the new key");
     assert_eq!(server.fetches(), 2);
     assert_refused(&app, &old_token, INVALID_TOKEN, "the removed key, remembered").await;
-    let fresh = format!("Bearer {}", old.sign(&claims("bob")).unwrap());
+    let fresh = signed(old, "bob");
     assert_invalid(&app, &fresh, "the removed key, fresh").await;
     assert_eq!(server.fetches(), 2);
 }
@@ -164,14 +166,14 @@ async fn a_key_set_that_takes_every_key_away_is_believed() {
             max_age: Duration::from_secs(1),
             ..REFRESH
         };
-        let app = remote_app_with(&server, refresh).await;
-        let token = format!("Bearer {}", key.sign(&claims("alice")).unwrap());
+        let app = remote_app(&server, refresh).await;
+        let token = signed(key, "alice");
         assert_eq!(app.get(&token, "").await.status, 200, "before");
         server.set(Behaviour::Serve(withdrawn.clone()));
         wait_out(refresh.max_age).await;
         assert_invalid(&app, &token, &withdrawn).await;
         assert_eq!(server.fetches(), 2);
-        let fresh = format!("Bearer {}", key.sign(&claims("bob")).unwrap());
+        let fresh = signed(key, "bob");
         assert_invalid(&app, &fresh, &withdrawn).await;
     }
 }
@@ -185,16 +187,14 @@ async fn the_last_good_key_set_serves_through_failed_fetches_for_its_maximum_age
         keep_last_good: Duration::from_secs(3),
         ..REFRESH
     };
-    let app = remote_app_with(&server, refresh).await;
+    let app = remote_app(&server, refresh).await;
     assert_eq!(app.get(&bearer("alice"), "").await.status, 200);
     server.set(Behaviour::Status(500));
     wait_out(refresh.max_age).await;
     assert_eq!(app.get(&bearer("alice"), "").await.status, 200, "kept");
     assert_eq!(server.fetches(), 2);
     wait_out(refresh.keep_last_good - refresh.max_age).await;
-    let response = app.get(&bearer("alice"), "").await;
-    response.assert_error(503, "signing keys");
-    assert_eq!(response.header("retry-after"), Some("1"));
+    assert_keys_unavailable(&app.get(&bearer("alice"), "").await);
     // The issuer back: its keys serve again.
     server.set(Behaviour::Serve(keys().jwks.clone()));
     wait_out(refresh.refetch_interval).await;
@@ -220,7 +220,7 @@ async fn a_moved_key_set_is_followed_and_serves_through_a_discovery_outage() {
     let keys = KeySource::from_config(&config, &Https::new(&TrustConfig::default()).unwrap());
     let app = TestApp::with_verifier(Verifier::new(keys.unwrap(), &token_rules(None))).await;
     app.api.prepare().await;
-    let token = |key: &SigningKey| format!("Bearer {}", key.sign(&claims("alice")).unwrap());
+    let token = |key: &SigningKey| signed(key, "alice");
     assert_eq!(app.get(&token(old), "").await.status, 200);
     // The issuer names another key set, the old one still up: a token of
     // the new key is verified from the next fetch on.

@@ -24,10 +24,8 @@ def _is_utf8(value):
 
 
 def _has_whole_float(value):
-    if isinstance(value, dict):
-        return any(_has_whole_float(item) for item in value.values())
-    if isinstance(value, list):
-        return any(_has_whole_float(item) for item in value)
+    if isinstance(value, (dict, list)):
+        return any(map(_has_whole_float, value.values() if isinstance(value, dict) else value))
     return isinstance(value, float) and value.is_integer()
 
 

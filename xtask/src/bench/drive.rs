@@ -1,6 +1,5 @@
 //! Driving the functions: cold starts interleaved with warm requests
-//! ([`cold_start`]), and a burst of creates ([`burst`]); each hands its
-//! figures to `report`.
+//! ([`cold_start`]), their figures handed to `report`.
 
 use std::path::Path;
 use std::sync::OnceLock;
@@ -33,9 +32,9 @@ fn command_of(binary: &Path) -> Vec<String> {
     vec![binary.display().to_string()]
 }
 
-/// `event` through `function`'s `process`, unsampled for X-Ray (as most of
-/// Lambda's invocations are); an error unless it is answered 200. How long it took, and the CPU time the function spent meanwhile
-/// (where the platform tells it).
+/// `event` through `function`'s `process`, unsampled for X-Ray (as most
+/// invocations are), answered 200: how long it took, and the CPU time the
+/// function spent meanwhile (where the platform tells it).
 async fn invoke_ok(
     process: &LambdaProcess,
     function: &Measured,
@@ -126,7 +125,7 @@ pub(super) async fn cold_start(
     let mut warm = Vec::new();
     for (function, share) in functions.iter().zip(&shares) {
         let command = command_of(&function.binary);
-        warm.push(LambdaProcess::start_in(&command, &function.env, share.as_ref()).await);
+        warm.push(LambdaProcess::start(&command, &function.env, share.as_ref()).await);
     }
     let mut samples: Vec<ColdSamples> = functions.iter().map(|_| Default::default()).collect();
     let measured = Measuring { setup, functions: &functions, shares: &shares, warm: &warm };
@@ -202,19 +201,12 @@ fn full_cpu_targets(at: &Figures, extra: &serde_json::Map<String, Value>) -> Vec
     if at.0.contains_key("before-cognito") {
         let now_over_before = |key: &str| at.ratio("cognito", "before-cognito", key);
         let cold = now_over_before("cold_total_ms");
-        lines.push(at_most(
-            "cold total, cognito: now / before",
-            cold,
-            limits::COLD_TOTAL_AGAINST_BEFORE,
-            "x",
-        ));
-        for (label, key) in [
-            ("warm GET p50", "warm_get_p50_ms"),
-            ("warm POST p50", "warm_post_p50_ms"),
-            ("CPU per warm GET", "cpu_get_us"),
-            ("CPU per warm POST", "cpu_post_us"),
-            ("peak RSS", "peak_rss_mib"),
-        ] {
+        let label = "cold total, cognito: now / before";
+        lines.push(at_most(label, cold, limits::COLD_TOTAL_AGAINST_BEFORE, "x"));
+        let rows = [("warm GET p50", "warm_get_p50_ms"), ("warm POST p50", "warm_post_p50_ms")];
+        let rows = rows.into_iter().chain([("CPU per warm GET", "cpu_get_us")]);
+        let rows = rows.chain([("CPU per warm POST", "cpu_post_us"), ("peak RSS", "peak_rss_mib")]);
+        for (label, key) in rows {
             lines.push(figure(
                 &format!("{label}, cognito: now / before"),
                 now_over_before(key),
@@ -223,12 +215,8 @@ fn full_cpu_targets(at: &Figures, extra: &serde_json::Map<String, Value>) -> Vec
         }
     }
     if let Some(bytes) = extra.get("arm64_bootstrap_bytes").and_then(Value::as_f64) {
-        lines.push(at_most(
-            "arm64 bootstrap from sam build",
-            bytes / 1e6,
-            limits::ARM64_BOOTSTRAP_MB,
-            " MB",
-        ));
+        let label = "arm64 bootstrap from sam build";
+        lines.push(at_most(label, bytes / 1e6, limits::ARM64_BOOTSTRAP_MB, " MB"));
         let zipped = extra["arm64_zip_bytes"].as_f64().unwrap_or_default() / 1e6;
         lines.push(figure("arm64 bootstrap zipped", zipped, " MB"));
     }
@@ -271,12 +259,8 @@ fn share_targets(at: &Figures) -> Vec<String> {
 /// The functions measured at `share` MB's share of a CPU, each with its
 /// share (all of them at full CPU, without); `None` where no share can be made.
 fn at_share(setup: &Setup, share: Option<u64>) -> Option<(Vec<&Measured>, Vec<Option<CpuShare>>)> {
-    let Some(mb) = share else {
-        return Some((
-            setup.functions.iter().collect(),
-            setup.functions.iter().map(|_| None).collect(),
-        ));
-    };
+    let all = || setup.functions.iter();
+    let Some(mb) = share else { return Some((all().collect(), all().map(|_| None).collect())) };
     let at_share = |function: &&Measured| super::AT_SHARE.contains(&function.name.as_str());
     let functions: Vec<&Measured> = setup.functions.iter().filter(at_share).collect();
     let share = |function: &&Measured| CpuShare::of_memory(&format!("bench-{}", function.name), mb);
@@ -302,7 +286,7 @@ impl Measuring<'_> {
             let function = self.functions[index];
             let command = command_of(&function.binary);
             let share = self.shares[index].as_ref();
-            let process = LambdaProcess::start_in(&command, &function.env, share).await;
+            let process = LambdaProcess::start(&command, &function.env, share).await;
             let (first, _) = invoke_ok(&process, function, &function.get_event).await?;
             let cold = &mut samples[index];
             cold.init.push(ms(process.init_duration()));

@@ -23,6 +23,7 @@ use crate::artifact::{check_no_jitter_entropy, sam_build};
 use crate::stack::{Stack, debug_binary};
 
 /// What the flags say (`cargo xtask --help`).
+#[derive(Default)]
 pub(crate) struct Settings {
     /// A few iterations of the debug build (the full test run's).
     smoke: bool,
@@ -64,15 +65,7 @@ impl Settings {
 
     /// A few iterations of the debug build: the full test run's.
     pub(crate) fn smoke() -> Self {
-        Self {
-            smoke: true,
-            rounds: 3,
-            warm: 20,
-            prime: 5,
-            sam_build: false,
-            compare: None,
-            strict: false,
-        }
+        Self { smoke: true, rounds: 3, warm: 20, prime: 5, ..Default::default() }
     }
 
     fn bin_dir(&self) -> PathBuf {
@@ -232,9 +225,8 @@ fn functions(
     // (read by the SDK's default client: the baselines).
     let compiled_in = base.with("EXTRA_CA_CERTS", &tls.ca_file.display().to_string());
     let bundle = base.with("SSL_CERT_FILE", &tls.bundle_file.display().to_string());
-    let [function, minimal, raw, hello] =
-        ["plant-store", "baseline-minimal", "baseline-raw", "baseline-hello"]
-            .map(|binary| settings.bin_dir().join(binary));
+    let [function, minimal, raw] = ["plant-store", "baseline-minimal", "baseline-raw"]
+        .map(|binary| settings.bin_dir().join(binary));
     let unbounded = compiled_in.with("MAX_PLANTS_PER_OWNER", "0");
     let mut rows = vec![
         ("cognito", function.clone(), remote_keys(&compiled_in)),
@@ -242,7 +234,6 @@ fn functions(
         ("unbounded", function, unbounded),
         ("minimal", minimal, bundle.clone()),
         ("raw", raw, bundle.clone()),
-        ("hello", hello, bundle.clone()),
     ];
     if let Some(compare) = &settings.compare {
         // The build compared against, as deployed; it reads SSL_CERT_FILE
