@@ -1,22 +1,8 @@
 //! The integration tests: one binary (one link of the SDK), a module an area.
 
-mod acceptance;
-mod auth;
-mod concurrency;
-mod contract;
-mod create_plant;
-mod events;
-mod faults;
-mod hostile;
-mod interface;
-mod list_plants;
-mod logs;
-mod oidc;
-mod remote_keys;
-mod scopes;
-mod template;
-mod trust;
-mod xray;
+// Each file here is a module: an operation's or a concern's. A new file
+// joins with the crate's next build (adding an operation changes src/).
+automod::dir!("tests/api");
 
 /// The function's `bootstrap`: `PLANT_STORE_BOOTSTRAP` (split at spaces:
 /// the artifact under qemu-user), else this build's binary.
