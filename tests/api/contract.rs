@@ -103,9 +103,11 @@ async fn a_listed_origin_is_answered_for_browsers_and_no_other() {
         let unauthorized = ApiGatewayEvent::example(&operation, None);
         // An unreadable event's 400 (a control character in a header) too.
         let unreadable = ApiGatewayEvent::example(&operation, None).header("x-bad", "a\u{7}b");
-        for (request, refused) in [(answered, 0), (unauthorized, 401), (unreadable, 400)] {
+        for (request, refused) in [(answered, None), (unauthorized, Some(401)), (unreadable, Some(400))] {
             let response = app.send(request.header("origin", origin)).await;
-            assert_eq!(response.body["error"].as_u64().unwrap_or_default(), refused);
+            if let Some(refused) = refused {
+                assert_eq!(response.body["error"], json!(refused));
+            }
             let named = ["expose-headers", "allow-origin"]
                 .map(|n| response.header(&format!("access-control-{n}")));
             assert_eq!(named, [Some("link,retry-after,www-authenticate"), Some(origin)]);
