@@ -6,21 +6,21 @@ use plant_store::config::{AccessTokenRule, ScopeRules, TokenRules};
 use plant_store::jwks::KeySource;
 use plant_store_local_support::keys::SigningKey;
 
-pub const ISSUER: &str = "https://fuzz";
-pub const AUDIENCE: &str = "fuzz";
+pub(crate) const ISSUER: &str = "https://fuzz";
+pub(crate) const AUDIENCE: &str = "fuzz";
 
-pub fn runtime() -> tokio::runtime::Runtime {
+pub(crate) fn runtime() -> tokio::runtime::Runtime {
     tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap()
 }
 
 /// An Ed25519 key, and the inline key source that holds its public half.
-pub fn signing_key() -> (SigningKey, KeySource) {
+pub(crate) fn signing_key() -> (SigningKey, KeySource) {
     let key = SigningKey::generate(Algorithm::EdDSA).unwrap();
     let keys = KeySource::inline(&SigningKey::jwks_json(&[&key])).unwrap();
     (key, keys)
 }
 
 /// [`ISSUER`] and [`AUDIENCE`], with these scopes required (or none).
-pub fn rules(scopes: Option<ScopeRules>) -> TokenRules {
+pub(crate) fn rules(scopes: Option<ScopeRules>) -> TokenRules {
     TokenRules::new(ISSUER.into(), Some(AUDIENCE.into()), AccessTokenRule::AtJwt, scopes).unwrap()
 }

@@ -95,33 +95,46 @@ fn event(setup: &Setup, input: &mut Unstructured) -> Result<Value> {
     if shape < 2 {
         event["pathParameters"] = json!({"proxy": input.arbitrary::<String>()?});
     }
-    if shape == 0 {
-        let query: Vec<(String, String)> = input.arbitrary()?;
-        let mut single = serde_json::Map::new();
-        let mut multi = serde_json::Map::new();
-        for (name, value) in query {
-            single.insert(name.clone(), json!(value));
-            multi.insert(name, json!([value]));
+    match shape {
+        0 => rest_request(&mut event, method, path, headers, input)?,
+        _ => {
+            let raw_query: String = input.arbitrary()?;
+            event["rawPath"] = json!(path);
+            event["rawQueryString"] = json!(raw_query);
+            event["requestContext"]["http"]["method"] = json!(method);
+            event["requestContext"]["http"]["path"] = json!(path);
+            event["headers"] = Value::Object(headers);
         }
-        let multi_headers: serde_json::Map<String, Value> =
-            headers.iter().map(|(name, value)| (name.clone(), json!([value]))).collect();
-        event["path"] = json!(path);
-        event["httpMethod"] = json!(method);
-        event["headers"] = Value::Object(headers);
-        event["multiValueHeaders"] = Value::Object(multi_headers);
-        event["queryStringParameters"] = Value::Object(single);
-        event["multiValueQueryStringParameters"] = Value::Object(multi);
-    } else {
-        let raw_query: String = input.arbitrary()?;
-        event["rawPath"] = json!(path);
-        event["rawQueryString"] = json!(raw_query);
-        event["requestContext"]["http"]["method"] = json!(method);
-        event["requestContext"]["http"]["path"] = json!(path);
-        event["headers"] = Value::Object(headers);
     }
     event["body"] = json!(body);
     event["isBase64Encoded"] = json!(base64);
     Ok(event)
+}
+
+/// A REST API's request parts: each header and query parameter in both maps.
+fn rest_request(
+    event: &mut Value,
+    method: &str,
+    path: String,
+    headers: serde_json::Map<String, Value>,
+    input: &mut Unstructured,
+) -> Result<()> {
+    let query: Vec<(String, String)> = input.arbitrary()?;
+    let mut single = serde_json::Map::new();
+    let mut multi = serde_json::Map::new();
+    for (name, value) in query {
+        single.insert(name.clone(), json!(value));
+        multi.insert(name, json!([value]));
+    }
+    let multi_headers: serde_json::Map<String, Value> =
+        headers.iter().map(|(name, value)| (name.clone(), json!([value]))).collect();
+    event["path"] = json!(path);
+    event["httpMethod"] = json!(method);
+    event["headers"] = Value::Object(headers);
+    event["multiValueHeaders"] = Value::Object(multi_headers);
+    event["queryStringParameters"] = Value::Object(single);
+    event["multiValueQueryStringParameters"] = Value::Object(multi);
+    Ok(())
 }
 
 fuzz_target!(|data: &[u8]| {

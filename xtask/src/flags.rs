@@ -27,8 +27,8 @@ xflags::xflags! {
         cmd test {
             /// Schemathesis' examples per operation behind cargo lambda's emulator (100).
             optional --max-examples n: usize
-            /// Seconds of fuzzing per target (5: a smoke run; `cargo xtask fuzz`
-            /// runs each for 30).
+            /// Seconds of blind fuzzing per target (5: the debug build,
+            /// uninstrumented; `cargo xtask fuzz` guides each for 30).
             optional --fuzz-seconds s: u64
         }
         /// The benchmarks (docs/performance.md).
@@ -46,12 +46,10 @@ xflags::xflags! {
             /// Another build of the function, measured beside it.
             optional --compare binary: PathBuf
         }
-        /// A fuzzing run of each target.
+        /// Coverage-guided fuzzing of each target, optimised, with AddressSanitizer.
         cmd fuzz {
             /// Seconds per target (30).
             optional --seconds s: u64
-            /// release (the default) or dev.
-            optional --build build: String
         }
         /// Schemathesis and the acceptance suite against the function behind cargo lambda's emulator.
         cmd contract-test {

@@ -14,7 +14,7 @@ use plant_store_local_support::{Result, log, tools_dir};
 
 use crate::artifact::sam_build;
 use crate::contract::{contract_test, contract_test_through_sam_local};
-use crate::stack::Stack;
+use crate::stack::{Stack, build_workspace, linted};
 use crate::{bench, fuzz, interface};
 
 /// How much the contract tests and fuzzing do.
@@ -26,8 +26,8 @@ pub(crate) struct Settings {
 
 pub(crate) fn full_test(settings: &Settings) -> Result {
     std::fs::create_dir_all(tools_dir())?;
-    // The installs wait on the network, clippy on the CPU: side by side.
-    log!("installing what the checks use into .tools/ (once), beside cargo fmt and clippy");
+    // The installs wait on the network, the build on the CPU: side by side.
+    log!("installing what the checks use into .tools/ (once), beside cargo fmt and the build");
     let installs: [fn() -> Result; 5] = [
         ensure_python_tools,
         || ensure_checkov().map(drop),
@@ -38,9 +38,12 @@ pub(crate) fn full_test(settings: &Settings) -> Result {
     let installs = installs.map(std::thread::spawn);
     log!("cargo fmt --check");
     run(Command::new("cargo").args(["fmt", "--all", "--", "--check"]))?;
-    log!("cargo clippy");
-    run(Command::new("cargo")
-        .args("clippy --workspace --all-targets --locked -- -D warnings".split(' ')))?;
+    log!("the workspace's debug build, every target, with clippy's lints (no warning allowed)");
+    build_workspace()?;
+    let built = std::fs::read_to_string(tools_dir().join("build.log"))?;
+    if built.lines().any(|line| line.starts_with("warning")) {
+        return Err(format!("the build warned:\n{built}").into());
+    }
     for install in installs {
         install.join().map_err(|_| "an install panicked")??;
     }
@@ -52,7 +55,7 @@ pub(crate) fn full_test(settings: &Settings) -> Result {
         let _scope = Scope::begin();
         let stack = Stack::start(free_port(), None)?;
         log!("cargo test, against the stack's DynamoDB Local");
-        let mut cargo = stack.env.command("cargo");
+        let mut cargo = linted(stack.env.command("cargo"));
         run_logged(cargo.args(["test", "--workspace", "--locked"]), &cargo_test_log)?;
         tests_by_name(&stack)?;
     }
@@ -60,8 +63,8 @@ pub(crate) fn full_test(settings: &Settings) -> Result {
     contract_test(settings.max_examples, None)?;
     log!("benchmark smoke run (debug build, a few iterations, no timing asserted)");
     bench::bench(&bench::Settings::smoke())?;
-    log!("fuzzing smoke run (unoptimised build)");
-    println!("{}", fuzz::fuzz(settings.fuzz_seconds, "dev")?);
+    log!("fuzzing, blind: the debug build of each target, uninstrumented");
+    println!("{}", fuzz::blind(settings.fuzz_seconds)?);
     println!("{}", summary(&std::fs::read_to_string(&cargo_test_log)?)?);
     Ok(())
 }
@@ -123,20 +126,20 @@ fn dependency_checks(deny: &Path) -> Result {
 /// artifact `sam build` makes (under qemu-user), `sam local`.
 fn tests_by_name(stack: &Stack) -> Result {
     log!("the acceptance suite's Cognito mode against moto's Cognito server");
-    run_required_tests(&mut stack.env.command("cargo"), MOTO_TESTS, "moto-test")?;
+    run_required_tests(&mut linted(stack.env.command("cargo")), MOTO_TESTS, "moto-test")?;
 
     let artifact = sam_build()?;
     log!("every event through sam build's arm64 bootstrap (qemu-user)");
     let mut bootstrap = ensure_qemu_arm64()?;
     bootstrap.push(artifact.bootstrap.display().to_string());
-    let cargo = &mut stack.env.command("cargo");
+    let cargo = &mut linted(stack.env.command("cargo"));
     let cargo = cargo.env("PLANT_STORE_BOOTSTRAP", bootstrap.join(" "));
     run_required_tests(cargo, ARTIFACT_TESTS, "artifact-test")?;
 
     log!("sam local: every HTTP API event through sam local invoke");
     let sam = SamLocal::prepare(stack.dynamodb_port)?;
     let (name, prepared) = sam.handover();
-    let cargo = &mut stack.env.command("cargo");
+    let cargo = &mut linted(stack.env.command("cargo"));
     run_required_tests(cargo.env(name, prepared), SAM_LOCAL_TESTS, "sam-local-test")?;
     log!("the contract tests through sam local start-api (the protected edge's REST API), once");
     contract_test_through_sam_local(&sam, stack, SAM_LOCAL_EXAMPLES)
@@ -192,7 +195,8 @@ fn summary(cargo_test_log: &str) -> Result<String> {
 /// unless every one ran and passed.
 fn run_required_tests(cargo: &mut Command, tests: &[&str], log_name: &str) -> Result {
     let log_file = tools_dir().join(format!("{log_name}.log"));
-    let api_tests = "test --locked --package plant-store --test api -- --exact";
+    // The workspace's selection, as the build's: the same features, no rebuild.
+    let api_tests = "test --locked --workspace --test api -- --exact";
     cargo.args(api_tests.split(' '));
     // Named tests run even where plain `cargo test` ignores them.
     cargo.args(["--include-ignored", "--test-threads", "1"]).args(tests);

@@ -1,43 +1,80 @@
-//! `cargo xtask fuzz`: each target ([`TARGETS`]) for `--seconds`, built
-//! `release` (with AddressSanitizer) or `dev` (the gate's smoke run);
-//! `RUSTC_BOOTSTRAP=1` lets stable take cargo fuzz's nightly flags.
+//! Each fuzz target ([`TARGETS`]) for `seconds`: `cargo xtask fuzz` builds
+//! them optimised and instrumented (AddressSanitizer, coverage-guided);
+//! the gate runs the workspace's own debug build of them, uninstrumented.
 
 use std::process::Command;
 
 use plant_store_local_support::process::{GRACE, run_logged, start};
 use plant_store_local_support::tools::ensure_cargo_tool;
-use plant_store_local_support::{Result, log, tools_dir};
+use plant_store_local_support::{Result, log, root, tools_dir};
 
 const TARGETS: [&str; 7] =
     ["event", "body", "authorization", "query", "scopes", "subject", "key_set"];
 
-/// Builds every target (`release` or `dev`), then fuzzes each for `seconds`;
-/// returns a summary line per target.
-pub(crate) fn fuzz(seconds: u64, build: &str) -> Result<String> {
+/// Builds every target instrumented (`RUSTC_BOOTSTRAP=1` lets stable take
+/// cargo fuzz's nightly flags), then fuzzes each for `seconds`.
+pub(crate) fn guided(seconds: u64) -> Result<String> {
     ensure_cargo_tool("cargo-fuzz", "cargo-fuzz", "0.13.2", Command::new("cargo"))?;
-    // One target/ for everything; the instrumented build lives in its own corner.
-    let mut flags = vec!["--fuzz-dir", "fuzz", "--target-dir", "target/fuzz"];
-    match build {
-        "release" => {}
-        "dev" => flags.extend(["--dev", "--sanitizer", "none"]),
-        _ => return Err("a build is release or dev".into()),
-    }
-    log!("building the fuzz targets ({build})");
-    run_logged(cargo_fuzz().arg("build").args(&flags), &tools_dir().join("fuzz-build.log"))?;
+    let cargo_fuzz = |command: &str| {
+        let mut cargo = Command::new("cargo");
+        cargo.args(["fuzz", command, "--fuzz-dir", "fuzz", "--target-dir", "target/fuzz"]);
+        // cargo fuzz's own release profile, not the function's (LTO, one
+        // codegen unit, size), which would make each build minutes longer.
+        for (setting, value) in
+            [("LTO", "false"), ("CODEGEN_UNITS", "16"), ("OPT_LEVEL", "3"), ("STRIP", "false")]
+        {
+            cargo.env(format!("CARGO_PROFILE_RELEASE_{setting}"), value);
+        }
+        cargo.env("CARGO_PROFILE_RELEASE_DEBUG", "line-tables-only").env("RUSTC_BOOTSTRAP", "1");
+        cargo
+    };
+    log!("building the fuzz targets, instrumented");
+    run_logged(&mut cargo_fuzz("build"), &tools_dir().join("fuzz-build.log"))?;
+    fuzz_each(seconds, |target, corpora, flags| {
+        let mut command = cargo_fuzz("run");
+        command.arg(target).args(corpora).arg("--").args(flags);
+        command
+    })
+}
+
+/// Each target of the workspace's debug build (`cargo build --workspace`)
+/// on its seeds and corpus, then on blind mutations of them for `seconds`:
+/// libFuzzer without coverage to guide it.
+pub(crate) fn blind(seconds: u64) -> Result<String> {
+    fuzz_each(seconds, |target, corpora, flags| {
+        let mut command = Command::new(root().join("target/debug").join(target));
+        command.args(corpora).args(flags);
+        command
+    })
+}
+
+/// Runs `fuzzer` of each target on its corpus and seeds, with libFuzzer's
+/// flags, for `seconds`; a summary line per target.
+fn fuzz_each(
+    seconds: u64,
+    fuzzer: impl Fn(&str, [String; 2], [String; 4]) -> Command,
+) -> Result<String> {
     let mut summary = Vec::new();
     for target in TARGETS {
         log!("fuzzing {target} for {seconds}s");
-        let corpus = format!("fuzz/corpus/{target}");
-        std::fs::create_dir_all(&corpus)?;
+        let (corpus, artifacts) =
+            (format!("fuzz/corpus/{target}"), format!("fuzz/artifacts/{target}/"));
+        std::fs::create_dir_all(root().join(&corpus))?;
+        std::fs::create_dir_all(root().join(&artifacts))?;
         let log = tools_dir().join(format!("fuzz-{target}.log"));
-        let mut command = cargo_fuzz();
-        command.arg("run").args(&flags);
-        command.args([target, &corpus, &format!("fuzz/seeds/{target}"), "--"]);
-        command.arg(format!("-max_total_time={seconds}")).arg("-print_final_stats=1");
+        let flags = [
+            format!("-max_total_time={seconds}"),
+            "-print_final_stats=1".into(),
+            // Crashes where cargo fuzz keeps them; the function's log lines (stdout) closed.
+            format!("-artifact_prefix={artifacts}"),
+            "-close_fd_mask=1".into(),
+        ];
+        let mut command = fuzzer(target, [corpus, format!("fuzz/seeds/{target}")], flags);
+        command.current_dir(root());
         // libFuzzer reports on stderr: both streams go to the log.
         let fuzzing = start(&format!("fuzz target {target}"), command, GRACE, Some(&log))?;
         if let Err(error) = fuzzing.finish() {
-            return Err(format!("{error}\nthe input is in fuzz/artifacts/{target}").into());
+            return Err(format!("{error}\nthe input is in {artifacts}").into());
         }
         let printed = std::fs::read_to_string(&log)?;
         let runs = printed
@@ -47,10 +84,4 @@ pub(crate) fn fuzz(seconds: u64, build: &str) -> Result<String> {
         summary.push(format!("fuzz {target}: {runs} executions in {seconds}s, 0 crashes"));
     }
     Ok(summary.join("\n"))
-}
-
-fn cargo_fuzz() -> Command {
-    let mut command = Command::new("cargo");
-    command.arg("fuzz").env("RUSTC_BOOTSTRAP", "1");
-    command
 }

@@ -56,8 +56,7 @@ fn task(task: Task) -> Result {
         }),
         Task::Bench(flags) => bench::bench(&bench::Settings::from_flags(flags)),
         Task::Fuzz(flags) => {
-            let build = flags.build.as_deref().unwrap_or("release");
-            println!("{}", fuzz::fuzz(flags.seconds.unwrap_or(defaults::FUZZ_SECONDS), build)?);
+            println!("{}", fuzz::guided(flags.seconds.unwrap_or(defaults::FUZZ_SECONDS))?);
             Ok(())
         }
         Task::ContractTest(flags) => contract::contract_test(

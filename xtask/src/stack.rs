@@ -10,8 +10,8 @@ use std::time::Duration;
 use plant_store_local_support::dynamodb_local;
 use plant_store_local_support::function::{Env, wait_until_answering};
 use plant_store_local_support::keys::Issuer;
-use plant_store_local_support::process::{Started, run, start, wait_for_port};
-use plant_store_local_support::{Result, root};
+use plant_store_local_support::process::{Started, run, run_logged, start, wait_for_port};
+use plant_store_local_support::{Result, root, tools_dir};
 
 /// DynamoDB Local and the environment every process of the stack gets:
 /// the SDK's settings for it, and the function's own once configured.
@@ -95,15 +95,30 @@ impl Stack {
 /// ends on a signal, and neither keeps state.
 const FUNCTION_GRACE: Duration = Duration::from_secs(2);
 
-/// A binary of the workspace's debug build, built once per task with the
-/// others (but xtask's), as `cargo test` builds: one build of the dependencies.
+/// A binary of the workspace's debug build ([`build_workspace`]).
 pub(crate) fn debug_binary(name: &str) -> Result<PathBuf> {
-    static BUILT: OnceLock<Result<(), String>> = OnceLock::new();
-    BUILT
-        .get_or_init(|| {
-            let build = "build --quiet --locked --workspace --exclude xtask --bins";
-            run(Command::new("cargo").args(build.split(' '))).map_err(|error| error.to_string())
-        })
-        .clone()?;
+    build_workspace()?;
     Ok(root().join("target/debug").join(name))
+}
+
+/// The workspace's debug build, every binary and test, once per task; its
+/// output in `.tools/build.log`. scripts/test makes the same build first,
+/// to run the gate from it.
+pub(crate) fn build_workspace() -> Result {
+    static BUILT: OnceLock<Result<(), String>> = OnceLock::new();
+    let build = || {
+        let build = "build --locked --workspace --bins --tests";
+        let mut cargo = linted(Command::new("cargo"));
+        run_logged(cargo.args(build.split(' ')), &tools_dir().join("build.log"))
+    };
+    BUILT.get_or_init(|| build().map_err(|error| error.to_string())).clone()?;
+    Ok(())
+}
+
+/// `cargo` building the workspace's crates with clippy, as `cargo clippy`
+/// does (but a full build): clippy's lints and the tests share one build
+/// of the dependencies. Every debug build of the tasks is this one.
+pub(crate) fn linted(mut cargo: Command) -> Command {
+    cargo.env("RUSTC_WORKSPACE_WRAPPER", "clippy-driver");
+    cargo
 }
