@@ -102,8 +102,7 @@ pub(crate) fn debug_binary(name: &str) -> Result<PathBuf> {
 }
 
 /// The workspace's debug build, every binary and test, once per task; its
-/// output in `.tools/build.log`. scripts/test makes the same build first,
-/// to run the gate from it.
+/// output in `.tools/build.log`.
 pub(crate) fn build_workspace() -> Result {
     static BUILT: OnceLock<Result<(), String>> = OnceLock::new();
     let build = || {
