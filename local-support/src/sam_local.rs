@@ -1,6 +1,6 @@
 //! `sam local` here: an engine, arm64 emulation, a Lambda base image from
 //! Debian's packages and DynamoDB Local reachable from the containers,
-//! prepared once, handed to the tests in one variable, undone at the end.
+//! prepared once, undone at the end.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -26,12 +26,6 @@ const BASE_IMAGE_CA_BUNDLE: &str = "etc/pki/tls/certs/ca-bundle.crt";
 const BASE_IMAGE_DIRS: [&str; 4] = ["var/task", "var/runtime", "opt", "tmp"];
 /// The function's logical id in template.yaml.
 const FUNCTION: &str = "PlantsFunction";
-/// How many times an event is sent when SAM gets no response (`invoke`):
-/// on two cores one attempt in two or three fails, and a failed one costs
-/// about 3.5 s.
-const INVOKE_ATTEMPTS: usize = 20;
-/// The variable that hands a prepared `sam local` to a child process.
-const HANDOVER: &str = "PLANT_STORE_SAM_LOCAL";
 
 /// What `sam local` needs here, ready: the engine (and its binaries on
 /// PATH), the base image, DynamoDB Local's URL from the containers.
@@ -59,27 +53,6 @@ impl SamLocal {
         }
         sam.dynamodb_url = sam.forward_from_bridge(dynamodb_port)?;
         Ok(sam)
-    }
-
-    /// The variable that gives a child process (the tests that run `sam
-    /// local`) this preparation: [`Self::from_env`] reads it.
-    pub fn handover(&self) -> (&'static str, String) {
-        let prepared = json!([self.docker_host, self.path, self.image, self.dynamodb_url]);
-        (HANDOVER, prepared.to_string())
-    }
-
-    /// What the full run prepared; `Err` says that it did not.
-    pub fn from_env() -> Result<Self, String> {
-        let missing = || format!("{HANDOVER} is not set: the full run (scripts/test) prepares it");
-        let prepared = std::env::var(HANDOVER).map_err(|_| missing())?;
-        let prepared: serde_json::Value = serde_json::from_str(&prepared).map_err(|_| missing())?;
-        let text = |index: usize| prepared[index].as_str().map(str::to_owned);
-        Ok(Self {
-            docker_host: text(0),
-            path: text(1).ok_or_else(missing)?,
-            image: text(2),
-            dynamodb_url: text(3).ok_or_else(missing)?,
-        })
     }
 
     /// `command`, reaching the engine.
@@ -150,60 +123,6 @@ impl SamLocal {
             format!("{error}\n{printed}")
         })?;
         Ok(api)
-    }
-
-    /// `sam local invoke` of `event` (its files in `dir`): the function's
-    /// response. Each is a cold container, its `bootstrap` under qemu-user
-    /// ten times slower or more, within the template's 10 s. SAM 1.170 sends
-    /// the event three times within 0.7 s of starting the container, and
-    /// the engine's port proxy accepts before the emulated runtime listens:
-    /// when that fails ("No response from invoke container"), SAM is stopped
-    /// at once and the event sent again, as it is past a timeout (every
-    /// sample event is safe to repeat).
-    pub fn invoke(&self, event: &str, env: &Env, dir: &Path) -> Result<serde_json::Value> {
-        use std::io::{BufRead, BufReader};
-        let event_file = dir.join("event.json");
-        std::fs::create_dir_all(dir)?;
-        std::fs::write(&event_file, event)?;
-        let mut printed = String::new();
-        for _ in 0..INVOKE_ATTEMPTS {
-            let stdout = dir.join("stdout");
-            let mut sam = self.sam("invoke", &[], env, &dir.join("env.json"))?;
-            sam.arg("--event").arg(&event_file).arg(FUNCTION);
-            let mut child = sam
-                .stdout(std::fs::File::create(&stdout)?)
-                .stderr(std::process::Stdio::piped())
-                .spawn()?;
-            printed.clear();
-            for line in BufReader::new(child.stderr.take().unwrap()).lines() {
-                let line = line?;
-                printed.push_str(&line);
-                printed.push('\n');
-                if line.contains("No response from invoke container") {
-                    let _ = child.kill();
-                    break;
-                }
-            }
-            child.wait()?;
-            // sam prints the function's response on stdout, its own lines
-            // and the function's log on stderr.
-            let answer = std::fs::read_to_string(&stdout)?;
-            if let Some(response) =
-                answer.lines().rev().find_map(|line| serde_json::from_str(line).ok())
-            {
-                return Ok(response);
-            }
-            let container =
-                printed.lines().find_map(|line| line.strip_prefix("SAM_CONTAINER_ID: "));
-            if let Some(container) = container {
-                let _ = output(self.docker().args(["rm", "-f", container]));
-            }
-            if !printed.contains("No response from invoke container") {
-                break;
-            }
-            log!("sam local invoke got no response under emulation; once more");
-        }
-        Err(format!("sam local invoke printed no response:\n{printed}").into())
     }
 
     /// Removes what `sam local` ran from the base image (SAM removes its

@@ -10,7 +10,6 @@ pub mod keys;
 pub mod moto;
 pub mod oidc_provider;
 pub mod response;
-pub mod sam_local;
 
 pub use app::TestApp;
 pub use dynamodb::{CallCounter, counted_dynamodb_client};

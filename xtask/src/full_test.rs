@@ -122,8 +122,8 @@ fn dependency_checks(deny: &Path) -> Result {
     run(Command::new(deny).args("--offline --workspace check advisories".split(' ')))
 }
 
-/// By name, what `cargo test` ignored, each with what it needs: moto, the
-/// artifact `sam build` makes (under qemu-user), `sam local`.
+/// By name, what `cargo test` ignored, each with what it needs (moto, the
+/// artifact `sam build` makes, under qemu-user); then `sam local`.
 fn tests_by_name(stack: &Stack) -> Result {
     log!("the acceptance suite's Cognito mode against moto's Cognito server");
     run_required_tests(&mut linted(stack.env.command("cargo")), MOTO_TESTS, "moto-test")?;
@@ -136,12 +136,8 @@ fn tests_by_name(stack: &Stack) -> Result {
     let cargo = cargo.env("PLANT_STORE_BOOTSTRAP", bootstrap.join(" "));
     run_required_tests(cargo, ARTIFACT_TESTS, "artifact-test")?;
 
-    log!("sam local: every HTTP API event through sam local invoke");
-    let sam = SamLocal::prepare(stack.dynamodb_port)?;
-    let (name, prepared) = sam.handover();
-    let cargo = &mut linted(stack.env.command("cargo"));
-    run_required_tests(cargo.env(name, prepared), SAM_LOCAL_TESTS, "sam-local-test")?;
     log!("the contract tests through sam local start-api (the protected edge's REST API), once");
+    let sam = SamLocal::prepare(stack.dynamodb_port)?;
     contract_test_through_sam_local(&sam, stack, SAM_LOCAL_EXAMPLES)
 }
 
@@ -151,13 +147,11 @@ const SAM_LOCAL_EXAMPLES: usize = 10;
 
 /// The tests that plain `cargo test` ignores, each run by name above with
 /// what it needs: moto's Cognito server; the arm64 artifact under qemu-user
-/// (not ignored: here on another binary); `sam local` in a container.
+/// (not ignored: here on another binary).
 const MOTO_TESTS: &[&str] =
     &["acceptance::the_cognito_mode_creates_signs_in_and_deletes_its_users_on_any_password_policy"];
 const ARTIFACT_TESTS: &[&str] =
     &["events::every_sample_event_gets_its_expected_response_from_the_bootstrap"];
-const SAM_LOCAL_TESTS: &[&str] =
-    &["events::every_http_api_event_gets_its_expected_response_through_sam_local_invoke"];
 
 /// The run's closing line: what `cargo test` ran, what it ignored, and
 /// what ran by name after it. An error if a test it ignored was not run by
@@ -179,7 +173,7 @@ fn summary(cargo_test_log: &str) -> Result<String> {
             ignored.push(name.to_owned());
         }
     }
-    let by_name: Vec<&str> = [MOTO_TESTS, ARTIFACT_TESTS, SAM_LOCAL_TESTS].concat();
+    let by_name: Vec<&str> = [MOTO_TESTS, ARTIFACT_TESTS].concat();
     if let Some(left_out) = ignored.iter().find(|name| !by_name.contains(&name.as_str())) {
         return Err(format!("{left_out} is ignored by cargo test and run by no step here").into());
     }
@@ -191,8 +185,7 @@ fn summary(cargo_test_log: &str) -> Result<String> {
 }
 
 /// Runs exactly these tests of the api binary, ignored or not, one at a
-/// time (on two cores, together they made `sam local` answer 502); an error
-/// unless every one ran and passed.
+/// time; an error unless every one ran and passed.
 fn run_required_tests(cargo: &mut Command, tests: &[&str], log_name: &str) -> Result {
     let log_file = tools_dir().join(format!("{log_name}.log"));
     // The workspace's selection, as the build's: the same features, no rebuild.
@@ -220,7 +213,7 @@ mod tests {
              test result: ok. 3 passed; 0 failed; 0 ignored; 0 measured\n",
             MOTO_TESTS[0]
         );
-        let by_name = MOTO_TESTS.len() + ARTIFACT_TESTS.len() + SAM_LOCAL_TESTS.len();
+        let by_name = MOTO_TESTS.len() + ARTIFACT_TESTS.len();
         let expected =
             format!("cargo test: 10 passed, 1 ignored; run by name after it: {by_name} passed");
         assert_eq!(summary(&log).unwrap(), expected);
