@@ -54,12 +54,9 @@ where
         let unavailable = match &error {
             SdkError::TimeoutError(_) | SdkError::DispatchFailure(_) => true,
             _ => service_code(&error).is_some_and(|code| {
-                let later = [
-                    THROTTLING_CODES.as_slice(),
-                    &SERVER_ERROR_CODES,
-                    &[REPLICATED_WRITE_CONFLICT],
-                ];
-                later.concat().contains(&code)
+                THROTTLING_CODES.contains(&code)
+                    || SERVER_ERROR_CODES.contains(&code)
+                    || code == REPLICATED_WRITE_CONFLICT
             }),
         };
         if unavailable { Self::Unavailable(detail) } else { Self::Unexpected(detail) }

@@ -33,7 +33,7 @@ const WARM_UP_TIMEOUT: Duration = Duration::from_secs(1);
 const ANSWER_MARGIN: Duration = Duration::from_millis(300);
 
 /// When a request's work must be over: past it the answer is 503
-/// (`route::deadline`, which drops the work: docs/contract.md).
+/// (`route::operation`, which drops the work: docs/contract.md).
 #[derive(Debug, Clone, Copy)]
 pub struct Deadline(pub(crate) tokio::time::Instant);
 

@@ -53,10 +53,8 @@ async fn assert_each_may_read_and_write(
 #[tokio::test]
 async fn each_operation_needs_the_scope_of_its_access_and_no_other() {
     let app = app_requiring_scopes().await;
-    let scope = |access: &str| if access == "read" { READ } else { WRITE };
     for operation in operations() {
-        let (needed, other) =
-            (scope(&operation.access), if operation.access == "read" { WRITE } else { READ });
+        let (needed, other) = if operation.access == "read" { (READ, WRITE) } else { (WRITE, READ) };
         let stored = app.stored_items().await;
         let calls = app.dynamodb_calls();
         let refused =
