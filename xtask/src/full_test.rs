@@ -7,8 +7,8 @@ use std::process::{Command, Stdio};
 use plant_store_local_support::process::{Scope, free_port, run, run_logged};
 use plant_store_local_support::sam_local::SamLocal;
 use plant_store_local_support::tools::{
-    ensure_checkov, ensure_chromium, ensure_npm_tools, ensure_python_tools, ensure_qemu_arm64,
-    ensure_supply_chain_tools, npm_tool,
+    ensure_checkov, ensure_chromium, ensure_npm_tools, ensure_oidc_provider, ensure_python_tools,
+    ensure_qemu_arm64, ensure_supply_chain_tools, npm_tool,
 };
 use plant_store_local_support::{Result, log, tools_dir};
 
@@ -28,10 +28,11 @@ pub(crate) fn full_test(settings: &Settings) -> Result {
     std::fs::create_dir_all(tools_dir())?;
     // The installs wait on the network, the build on the CPU: side by side.
     log!("installing what the checks use into .tools/ (once), beside cargo fmt and the build");
-    let installs: [fn() -> Result; 5] = [
+    let installs: [fn() -> Result; 6] = [
         ensure_python_tools,
         || ensure_checkov().map(drop),
         || ensure_npm_tools().map(drop),
+        || ensure_oidc_provider().map(drop),
         || ensure_chromium().map(drop),
         || ensure_supply_chain_tools().map(drop),
     ];
