@@ -54,16 +54,20 @@ fn ensure_venv(name: &str, requirements: &str) -> Result {
         return Ok(());
     }
     log!("installing the Python tools of {} into .tools/{name}", requirements.display());
-    run(Command::new("python3").args(["-m", "venv"]).arg(&venv))?;
+    let mut new_venv = Command::new("python3");
+    new_venv.args(["-m", "venv"]).arg(&venv);
     let mut install = if name == "uv" {
         let mut pip = Command::new(venv.join("bin/pip"));
         pip.args(["install", "--disable-pip-version-check"]);
         pip
     } else {
+        new_venv.arg("--without-pip"); // uv installs into it
         let mut uv = Command::new(uv()?);
-        uv.args(["pip", "install", "--python"]).arg(venv.join("bin/python"));
+        // Compiled now, as pip does: else each run of a tool compiles what it imports.
+        uv.args(["pip", "install", "--compile-bytecode", "--python"]).arg(venv.join("bin/python"));
         uv
     };
+    run(&mut new_venv)?;
     run(install.args(["--quiet", "-r"]).arg(&requirements))?;
     std::fs::copy(&requirements, &stamp)?;
     Ok(())
