@@ -17,7 +17,7 @@ fn install_dir() -> PathBuf {
 }
 
 /// Installs DynamoDB Local unless it is there.
-fn ensure_installed() -> Result {
+pub fn ensure_installed() -> Result {
     let dir = install_dir();
     if dir.join("DynamoDBLocal.jar").is_file() {
         return Ok(());

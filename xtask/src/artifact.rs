@@ -40,15 +40,21 @@ pub(crate) struct Artifact {
     pub zip: PathBuf,
 }
 
-/// `sam build`, its aws-lc-sys checked to be without jitter entropy.
-pub(crate) fn sam_build() -> Result<Artifact> {
-    ensure_python_tools()?;
+/// What `sam build` builds with besides the Python tools: the arm64 target
+/// and cargo-auditable.
+pub(crate) fn ensure_build_tools() -> Result {
     let targets = output(Command::new("rustup").args(["target", "list", "--installed"]))?;
     if !targets.lines().any(|target| target == "aarch64-unknown-linux-gnu") {
         log!("adding the Rust target aarch64-unknown-linux-gnu");
         run(Command::new("rustup").args(["target", "add", "aarch64-unknown-linux-gnu"]))?;
     }
-    ensure_cargo_tool("cargo-auditable", "cargo-auditable", "0.7.5", Command::new("cargo"))?;
+    ensure_cargo_tool("cargo-auditable", "cargo-auditable", "0.7.5", Command::new("cargo"))
+}
+
+/// `sam build`, its aws-lc-sys checked to be without jitter entropy.
+pub(crate) fn sam_build() -> Result<Artifact> {
+    ensure_python_tools()?;
+    ensure_build_tools()?;
     log!("sam build (arm64, provided.al2023, cargo lambda), rustc through cargo-auditable");
     let mut sam = Command::new("sam");
     sam.args(["build", "--template", "template.yaml", "--beta-features"]);

@@ -10,9 +10,9 @@ use plant_store_local_support::tools::{
     ensure_checkov, ensure_chromium, ensure_npm_tools, ensure_oidc_provider, ensure_python_tools,
     ensure_qemu_arm64, ensure_supply_chain_tools, npm_tool,
 };
-use plant_store_local_support::{Result, log, tools_dir};
+use plant_store_local_support::{Result, dynamodb_local, log, tools_dir};
 
-use crate::artifact::sam_build;
+use crate::artifact::{ensure_build_tools, sam_build};
 use crate::contract::{contract_test, contract_test_through_sam_local};
 use crate::stack::{Stack, build_workspace, linted};
 use crate::{bench, fuzz, interface};
@@ -28,11 +28,13 @@ pub(crate) fn full_test(settings: &Settings) -> Result {
     std::fs::create_dir_all(tools_dir())?;
     // The installs wait on the network, the build on the CPU: side by side.
     log!("installing what the checks use into .tools/ (once), beside cargo fmt and the build");
-    let installs: [fn() -> Result; 6] = [
+    let installs: [fn() -> Result; 8] = [
         ensure_python_tools,
         || ensure_checkov().map(drop),
         || ensure_npm_tools().map(drop),
         || ensure_oidc_provider().map(drop),
+        dynamodb_local::ensure_installed,
+        ensure_build_tools,
         || ensure_chromium().map(drop),
         || ensure_supply_chain_tools().map(drop),
     ];
