@@ -8,8 +8,7 @@ use plant_store_local_support::process::{GRACE, run_logged, start};
 use plant_store_local_support::tools::ensure_cargo_tool;
 use plant_store_local_support::{Result, log, root, tools_dir};
 
-const TARGETS: [&str; 7] =
-    ["event", "body", "authorization", "query", "scopes", "subject", "key_set"];
+const TARGETS: [&str; 5] = ["event", "body", "token", "query", "key_set"];
 
 /// Builds every target instrumented (`RUSTC_BOOTSTRAP=1` lets stable take
 /// cargo fuzz's nightly flags), then fuzzes each for `seconds`.
