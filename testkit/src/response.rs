@@ -21,7 +21,6 @@ impl From<InvocationResponse> for TestResponse {
 }
 
 impl TestResponse {
-    /// A response whose body must be JSON.
     /// An HTTP answer: its body as JSON, or as a string if it is none.
     pub fn new(status: u16, headers: HeaderMap, body: &str) -> Self {
         let body = serde_json::from_str(body).unwrap_or_else(|_| Value::String(body.to_owned()));
