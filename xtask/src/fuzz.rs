@@ -1,14 +1,13 @@
-//! Each fuzz target ([`TARGETS`]) for `seconds`: `cargo xtask fuzz` builds
-//! them optimised and instrumented (AddressSanitizer, coverage-guided);
-//! the gate runs the workspace's own debug build of them, uninstrumented.
+//! Each fuzz target (fuzz/Cargo.toml's binaries) for `seconds`: `cargo
+//! xtask fuzz` builds them optimised and instrumented (AddressSanitizer,
+//! coverage-guided); the gate runs the workspace's own debug build of them.
 
 use std::process::Command;
 
-use plant_store_local_support::process::{GRACE, run_logged, start};
+use plant_store_local_support::process::{GRACE, output, run_logged, start};
 use plant_store_local_support::tools::ensure_cargo_tool;
 use plant_store_local_support::{Result, log, root, tools_dir};
-
-const TARGETS: [&str; 5] = ["event", "body", "token", "query", "key_set"];
+use serde_json::Value;
 
 /// Builds every target instrumented (`RUSTC_BOOTSTRAP=1` lets stable take
 /// cargo fuzz's nightly flags), then fuzzes each for `seconds`.
@@ -54,7 +53,7 @@ fn fuzz_each(
     fuzzer: impl Fn(&str, [String; 2], [String; 4]) -> Command,
 ) -> Result<String> {
     let mut summary = Vec::new();
-    for target in TARGETS {
+    for target in targets()? {
         log!("fuzzing {target} for {seconds}s");
         let (corpus, artifacts) =
             (format!("fuzz/corpus/{target}"), format!("fuzz/artifacts/{target}/"));
@@ -68,7 +67,7 @@ fn fuzz_each(
             format!("-artifact_prefix={artifacts}"),
             "-close_fd_mask=1".into(),
         ];
-        let mut command = fuzzer(target, [corpus, format!("fuzz/seeds/{target}")], flags);
+        let mut command = fuzzer(&target, [corpus, format!("fuzz/seeds/{target}")], flags);
         command.current_dir(root());
         // libFuzzer reports on stderr: both streams go to the log.
         let fuzzing = start(&format!("fuzz target {target}"), command, GRACE, Some(&log))?;
@@ -83,4 +82,15 @@ fn fuzz_each(
         summary.push(format!("fuzz {target}: {runs} executions in {seconds}s, 0 crashes"));
     }
     Ok(summary.join("\n"))
+}
+
+/// The fuzz targets: the binaries of the fuzz package, as cargo reads its manifest.
+fn targets() -> Result<Vec<String>> {
+    let metadata = ["metadata", "--no-deps", "--locked", "--format-version", "1"];
+    let metadata: Value = serde_json::from_str(&output(Command::new("cargo").args(metadata))?)?;
+    let mut packages = metadata["packages"].as_array().into_iter().flatten();
+    let fuzz = packages.find(|package| package["name"] == "plant-store-fuzz");
+    let targets =
+        fuzz.and_then(|package| package["targets"].as_array()).ok_or("no fuzz package")?;
+    Ok(targets.iter().filter_map(|target| target["name"].as_str().map(str::to_owned)).collect())
 }
