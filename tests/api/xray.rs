@@ -14,8 +14,11 @@ use serde_json::{Value, json};
 
 /// A field of the trace header an invocation was given (`Root=`, `Parent=`).
 fn trace_field(invoked: &Invoked, name: &str) -> String {
-    let header = invoked.trace_id.split(';');
-    header.filter_map(|field| field.strip_prefix(name)).next().unwrap().to_owned()
+    field(&invoked.trace_id, name)
+}
+
+fn field(trace_header: &str, name: &str) -> String {
+    trace_header.split(';').find_map(|field| field.strip_prefix(name)).unwrap().to_owned()
 }
 
 /// The function's binary, sending to `daemon`, through `store_endpoint` if given.
@@ -280,8 +283,5 @@ async fn thirty_two_invocations_at_once_each_trace_under_their_own_header() {
 fn carried_headers(proxy: &FaultProxy, before: usize) -> HashMap<String, String> {
     let calls = proxy.calls_since(before).into_iter();
     let headers = calls.map(|call| call.trace_header.expect("every call carries a trace header"));
-    let field = |header: &str, name: &str| {
-        header.split(';').find_map(|field| field.strip_prefix(name)).unwrap().to_owned()
-    };
     headers.map(|header| (field(&header, "Parent="), field(&header, "Root="))).collect()
 }
