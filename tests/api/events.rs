@@ -67,8 +67,11 @@ async fn every_sample_event_gets_its_expected_response_from_the_bootstrap() {
     events.sort();
     assert!(!events.is_empty(), "no events under events/");
     // Every fixture is replayed, and every one that fails is named.
-    let results: Vec<Vec<String>> =
-        futures::stream::iter(&events).map(|event| replay(event)).buffered(events.len()).collect().await;
+    let results: Vec<Vec<String>> = futures::stream::iter(&events)
+        .map(|event| replay(event))
+        .buffered(events.len())
+        .collect()
+        .await;
     let failures: Vec<String> = events
         .iter()
         .zip(results)

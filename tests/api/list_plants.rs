@@ -26,7 +26,12 @@ async fn create_plants(app: &TestApp, owner: &str, ids: impl IntoIterator<Item =
 async fn put_raw(app: &TestApp, id: impl ToString, attributes: Vec<(&str, AttributeValue)>) {
     let put = app.client.put_item().table_name(&app.table).item("owner", S("alice".into()));
     let put = put.item("id", N(id.to_string()));
-    attributes.into_iter().fold(put, |put, (name, value)| put.item(name, value)).send().await.unwrap();
+    attributes
+        .into_iter()
+        .fold(put, |put, (name, value)| put.item(name, value))
+        .send()
+        .await
+        .unwrap();
 }
 
 /// The target of a `Link: <target>; rel="next"` header.

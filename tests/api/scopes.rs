@@ -54,7 +54,8 @@ async fn assert_each_may_read_and_write(
 async fn each_operation_needs_the_scope_of_its_access_and_no_other() {
     let app = app_requiring_scopes().await;
     for operation in operations() {
-        let (needed, other) = if operation.access == "read" { (READ, WRITE) } else { (WRITE, READ) };
+        let (needed, other) =
+            if operation.access == "read" { (READ, WRITE) } else { (WRITE, READ) };
         let stored = app.stored_items().await;
         let calls = app.dynamodb_calls();
         let refused =
