@@ -1,6 +1,9 @@
-//! Linux-only code stays gated: a Linux-only API (`/proc`, `prctl`,
-//! `std::os::linux`...) is used only under `cfg(target_os = "linux")`, so the
-//! inner loop builds on macOS, where nothing runs here to find out.
+//! What neither the compiler here nor `cargo fmt` sees. Linux-only code
+//! stays gated: a Linux-only API (`/proc`, `prctl`, `std::os::linux`...) is
+//! used only under `cfg(target_os = "linux")`, so the inner loop builds on
+//! macOS, where nothing runs here to find out. And tests/api's modules,
+//! which automod compiles in without a `mod` line for `cargo fmt` to
+//! follow, are formatted.
 
 #![cfg(test)]
 
@@ -88,4 +91,18 @@ fn the_check_finds_what_it_looks_for() {
     assert!(ungated_linux_calls(&gated_fn).is_empty());
     let gated_block = "fn start() {\n    #[cfg(target_os = \"linux\")]\n    unsafe {\n        libc::prctl(1);\n    }\n    libc::prctl(2);\n}\n";
     assert_eq!(ungated_linux_calls(gated_block), [5]);
+}
+
+#[test]
+fn the_modules_cargo_fmt_cannot_reach_are_formatted() {
+    let manifest = std::fs::read_to_string(root().join("Cargo.toml")).unwrap();
+    let edition = manifest.lines().find_map(|line| line.strip_prefix("edition = ")).unwrap();
+    let edition = edition.trim_matches('"');
+    let mut rustfmt = std::process::Command::new("rustfmt");
+    rustfmt
+        .args(["--check", "--color", "never", "--edition", edition])
+        .args(rust_files("tests/api"));
+    let checked = rustfmt.output().expect("rustfmt, a component of rust-toolchain.toml");
+    let diff = String::from_utf8_lossy(&checked.stdout);
+    assert!(checked.status.success(), "run `rustfmt --edition {edition} tests/api/*.rs`:\n{diff}");
 }
