@@ -2,6 +2,7 @@
 //! openapi.yaml (tests/api/interface.rs), and axum's router of their handlers
 //! (`plants.rs`) within each request's deadline; 404, 405 and CORS.
 
+use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -9,12 +10,12 @@ use axum::Router;
 use axum::extract::{MatchedPath, Request};
 use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
-use axum::routing::get;
+use axum::routing::{MethodFilter, MethodRouter, on};
 use lambda_http::http::header::{
     ACCESS_CONTROL_REQUEST_METHOD, AUTHORIZATION, CONTENT_TYPE, LINK, ORIGIN, RETRY_AFTER,
     WWW_AUTHENTICATE,
 };
-use lambda_http::http::{HeaderValue, Method};
+use lambda_http::http::{HeaderValue, Method, Uri};
 use tower::ServiceExt;
 use tower_http::cors::{AllowOrigin, CorsLayer};
 
@@ -24,7 +25,7 @@ use crate::metrics::record;
 use crate::plants::{self, Plants};
 use crate::store::Deadline;
 
-/// One operation: openapi.yaml's method, path and `operationId`.
+/// One operation: openapi.yaml's method, path and `operationId`; its handler.
 pub struct Operation {
     pub id: &'static str,
     pub method: Method,
@@ -33,6 +34,7 @@ pub struct Operation {
     pub access: Access,
     /// The statuses the function answers it with (the edge adds its own).
     pub answers: &'static [u16],
+    pub(crate) handler: fn(MethodFilter) -> MethodRouter<Arc<Plants>>,
 }
 
 /// Every operation of the API. Each needs a bearer token.
@@ -43,6 +45,7 @@ pub static OPERATIONS: [Operation; 2] = [
         path: "/plants",
         access: Access::Read,
         answers: &[200, 400, 401, 403, 431, 500, 503],
+        handler: |method| on(method, plants::list_plants),
     },
     Operation {
         id: "createPlant",
@@ -50,20 +53,22 @@ pub static OPERATIONS: [Operation; 2] = [
         path: "/plants",
         access: Access::Write,
         answers: &[200, 400, 401, 403, 409, 413, 415, 431, 500, 503],
+        handler: |method| on(method, plants::create_plant),
     },
 ];
 
 /// The operations' handlers, each request within its deadline.
 pub(crate) fn router(plants: Arc<Plants>) -> Router {
-    let not_allowed = |request: Request| async move {
-        let (method, path) = (request.method().to_string(), request.uri().path().to_owned());
-        ApiError::MethodNotAllowed { method, path }
-    };
-    Router::new()
-        .route("/plants", get(plants::list_plants).post(plants::create_plant))
+    let routes = OPERATIONS.iter().fold(Router::new(), |routes, op| {
+        routes.route(op.path, (op.handler)(op.method.clone().try_into().expect("routable")))
+    });
+    routes
         .route_layer(middleware::from_fn(operation))
         .fallback(async || ApiError::NotFound)
-        .method_not_allowed_fallback(not_allowed)
+        .method_not_allowed_fallback(async |method: Method, uri: Uri| ApiError::MethodNotAllowed {
+            method: method.to_string(),
+            path: uri.path().into(),
+        })
         .with_state(plants)
 }
 
@@ -117,13 +122,11 @@ pub(crate) fn with_cors(router: Router, cors: CorsLayer, origins: &[String]) -> 
 /// tower-http's CORS layer for the origins listed.
 pub(crate) fn cors(origins: &[String]) -> CorsLayer {
     let origins = origins.iter().filter_map(|origin| HeaderValue::from_str(origin).ok());
-    let mut methods: Vec<Method> =
-        OPERATIONS.iter().map(|operation| operation.method.clone()).collect();
-    methods.sort_by(|a, b| a.as_str().cmp(b.as_str()));
-    methods.dedup();
+    let methods: BTreeMap<&str, Method> =
+        OPERATIONS.iter().map(|op| (op.method.as_str(), op.method.clone())).collect();
     CorsLayer::new()
         .allow_origin(AllowOrigin::list(origins))
-        .allow_methods(methods)
+        .allow_methods(methods.into_values().collect::<Vec<_>>())
         .allow_headers([AUTHORIZATION, CONTENT_TYPE])
         .expose_headers([LINK, RETRY_AFTER, WWW_AUTHENTICATE])
         .max_age(Duration::from_secs(600))
