@@ -20,8 +20,8 @@ use crate::error::Refusal;
 use crate::event::{self, ClientPath, InvocationResponse, Unreadable};
 use crate::metrics::{RequestLine, serving};
 use crate::plants::Plants;
-use crate::route;
-use crate::store::{Deadline, PlantStore};
+use crate::route::{self, Deadline};
+use crate::store::PlantStore;
 use crate::xray;
 
 /// The Plant Store API: the handler that production and the tests both run.

@@ -4,7 +4,7 @@
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use axum::Router;
 use axum::extract::{MatchedPath, Request};
@@ -23,7 +23,32 @@ use crate::auth::Access;
 use crate::error::ApiError;
 use crate::metrics::record;
 use crate::plants::{self, Plants};
-use crate::store::Deadline;
+use crate::store::STORE_BUDGET;
+
+/// What answering takes after the store gives up (the response, the log
+/// lines, handing it back to Lambda), kept free of the invocation's time.
+const ANSWER_MARGIN: Duration = Duration::from_millis(300);
+
+/// When a request's work must be over: past it the answer is 503
+/// ([`operation`], which drops the work: docs/contract.md).
+#[derive(Debug, Clone, Copy)]
+pub struct Deadline(pub(crate) tokio::time::Instant);
+
+impl Deadline {
+    /// The request's deadline in an invocation whose own is `invocation_ms`
+    /// (`Lambda-Runtime-Deadline-Ms`): that less [`ANSWER_MARGIN`], at most
+    /// [`STORE_BUDGET`] from now; one already past (emulators', tests') is none.
+    pub fn before(invocation_ms: u64) -> Self {
+        let now_ms = SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .map_or(0, |now| u64::try_from(now.as_millis()).unwrap_or(u64::MAX));
+        let left = match invocation_ms.checked_sub(now_ms) {
+            Some(left) if left > 0 => Duration::from_millis(left).saturating_sub(ANSWER_MARGIN),
+            _ => STORE_BUDGET,
+        };
+        Self(tokio::time::Instant::now() + left.min(STORE_BUDGET))
+    }
+}
 
 /// One operation: openapi.yaml's method, path and `operationId`; its handler.
 pub struct Operation {

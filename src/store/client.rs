@@ -30,7 +30,7 @@ pub const MAX_ATTEMPTS: u32 = 3;
 const INITIAL_BACKOFF: Duration = Duration::from_millis(50);
 const MAX_BACKOFF: Duration = Duration::from_millis(500);
 /// The most a request's store work, all its calls, attempts and backoff
-/// together, may take (`super::Deadline`; the SDK's own operation timeout
+/// together, may take (`route::Deadline`; the SDK's own operation timeout
 /// would be a second timer on every call for the same bound).
 pub const STORE_BUDGET: Duration = Duration::from_millis(3500);
 

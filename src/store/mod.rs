@@ -2,7 +2,7 @@
 //! owner (docs/contract.md says how it stays strict in two writes).
 
 use std::num::NonZeroU32;
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::Duration;
 
 use aws_sdk_dynamodb::Client;
 use aws_sdk_dynamodb::operation::put_item::PutItemError;
@@ -27,31 +27,6 @@ use layout::{
 /// The most that warming the connection may add to init when DynamoDB is
 /// slow or unreachable.
 const WARM_UP_TIMEOUT: Duration = Duration::from_secs(1);
-
-/// What answering takes after the store gives up (the response, the log
-/// lines, handing it back to Lambda), kept free of the invocation's time.
-const ANSWER_MARGIN: Duration = Duration::from_millis(300);
-
-/// When a request's work must be over: past it the answer is 503
-/// (`route::operation`, which drops the work: docs/contract.md).
-#[derive(Debug, Clone, Copy)]
-pub struct Deadline(pub(crate) tokio::time::Instant);
-
-impl Deadline {
-    /// The store's deadline for an invocation whose own is `invocation_ms`
-    /// (`Lambda-Runtime-Deadline-Ms`): that less [`ANSWER_MARGIN`], at most
-    /// [`STORE_BUDGET`] from now; one already past (emulators', tests') is none.
-    pub fn before(invocation_ms: u64) -> Self {
-        let now_ms = SystemTime::now()
-            .duration_since(UNIX_EPOCH)
-            .map_or(0, |now| u64::try_from(now.as_millis()).unwrap_or(u64::MAX));
-        let left = match invocation_ms.checked_sub(now_ms) {
-            Some(left) if left > 0 => Duration::from_millis(left).saturating_sub(ANSWER_MARGIN),
-            _ => STORE_BUDGET,
-        };
-        Self(tokio::time::Instant::now() + left.min(STORE_BUDGET))
-    }
-}
 
 /// What a create did: wrote the plant; found it stored already (the same
 /// plant again is a safe retry: docs/contract.md); found the id taken by
