@@ -65,7 +65,7 @@ impl Settings {
 
     /// A few iterations of the debug build: the full test run's.
     pub(crate) fn smoke() -> Self {
-        Self { smoke: true, rounds: 3, warm: 20, prime: 5, ..Default::default() }
+        Self { smoke: true, rounds: 1, warm: 10, prime: 1, ..Default::default() }
     }
 
     fn bin_dir(&self) -> PathBuf {
