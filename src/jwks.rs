@@ -75,12 +75,8 @@ impl KeySet {
             .filter_map(|entry| usable_key(&serde_json::from_str(entry.get()).ok()?))
             .collect();
         usable.sort_by(|a, b| a.0.cmp(&b.0));
-        let ambiguous: Vec<String> = usable
-            .windows(2)
-            .filter(|pair| pair[0].0 == pair[1].0)
-            .map(|pair| pair[0].0.clone())
-            .collect();
-        usable.retain(|(kid, _, _)| !ambiguous.contains(kid));
+        let runs = usable.chunk_by(|a, b| a.0 == b.0).filter(|run| run.len() == 1);
+        let usable: Vec<_> = runs.flat_map(<[_]>::to_vec).collect();
         let mut hasher = DefaultHasher::new();
         for (kid, key, material) in &usable {
             (kid, key.algorithm, material).hash(&mut hasher);

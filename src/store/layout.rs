@@ -75,9 +75,7 @@ pub(super) fn plant_item(owner: &Owner, new: &NewPlant) -> Item {
     let StoredPlant { name, tag } = StoredPlant::from(&new.plant);
     let mut item = item_key(owner, new.id);
     item.insert("name".into(), AttributeValue::S(name));
-    if let Some(tag) = tag {
-        item.insert("tag".into(), AttributeValue::S(tag));
-    }
+    item.extend(tag.map(|tag| ("tag".into(), AttributeValue::S(tag))));
     item
 }
 
@@ -110,8 +108,7 @@ pub fn counter_key(owner: &str) -> Item {
 /// The id of the plant `item` stores; `None` if it is no plant (its `id` is
 /// not an int64: a stray item, or an earlier build's counter).
 pub fn plant_id(item: &Item) -> Option<PlantId> {
-    let id = item.get(ID.name)?.as_n().ok()?;
-    id.parse().ok().map(PlantId)
+    item.get(ID.name)?.as_n().ok()?.parse().ok().map(PlantId)
 }
 
 #[cfg(test)]
