@@ -302,44 +302,48 @@ pub fn remote_url(url: &str, loopback_http: bool) -> Result<Uri, String> {
     }
     let loopback = matches!(parsed.host(), Some("127.0.0.1" | "localhost" | "[::1]"));
     match parsed.scheme_str() {
-        Some("https") => Ok(parsed),
-        Some("http") if loopback && loopback_http => Ok(parsed),
-        _ => Err(format!("must use https: {url}")),
+        Some("https") => {}
+        Some("http") if loopback && loopback_http => {}
+        _ => return Err(format!("must use https: {url}")),
     }
+    let named = url::Url::parse(url).is_ok_and(|url| names_a_host(&url));
+    let rule = "must name a DNS name or an address, on a port not 0";
+    named.then_some(parsed).ok_or(format!("{rule}: {url}"))
 }
 
 /// An issuer is such a URL without a query or fragment (OpenID Connect
 /// Core, section 2), its discovery document under its path; compared with
-/// `iss` as written, so in the normal form issuers write (RFC 3986, section
-/// 6.2.2.1): scheme and host in lowercase.
+/// `iss` as written, so in the normal form issuers write, its serialization
+/// by the URL Standard: scheme and host in lowercase, no dot segment, no
+/// default port (RFC 3986, sections 6.2.2.1, 6.2.2.3 and 6.2.3).
 fn issuer_url(issuer: &str, loopback_http: bool) -> Result<(), String> {
-    let parsed = remote_url(issuer, loopback_http)?;
-    let (scheme, host) =
-        (parsed.scheme_str().unwrap_or_default(), parsed.host().unwrap_or_default());
-    if issuer.contains(['?', '#']) {
-        Err(format!("must have no query or fragment: {issuer}"))
-    } else if !issuer.starts_with(&format!("{scheme}://{host}"))
-        || host.bytes().any(|b| b.is_ascii_uppercase())
-    {
-        Err(format!("must have its scheme and host in lowercase, as tokens name it: {issuer}"))
-    } else {
-        Ok(())
-    }
+    remote_url(issuer, loopback_http)?;
+    let url = url::Url::parse(issuer).map_err(|error| error.to_string())?;
+    // An empty path is serialized `/`; issuers write either.
+    let normal = url.as_str();
+    let written = normal == issuer || normal.strip_suffix('/') == Some(issuer);
+    let plain = url.query().is_none() && url.fragment().is_none();
+    let rule = "must be written as tokens name it: in its normal form, with no query or fragment";
+    (written && plain).then_some(()).ok_or(format!("{rule} ({normal}): {issuer}"))
 }
 
 /// Whether `origin` is one as browsers send it: its own serialization by
-/// the URL Standard (the url crate's), http(s) on a port not 0, its host an
-/// IP address or a DNS name of RFC 1123 labels (section 2.1).
+/// the URL Standard (the url crate's), http(s), naming a host.
 fn is_origin(origin: &str) -> bool {
     let Ok(url) = url::Url::parse(origin) else { return false };
+    matches!(url.scheme(), "http" | "https")
+        && url.origin().ascii_serialization() == origin
+        && names_a_host(&url)
+}
+
+/// Whether `url` names a port not 0 of a host that is an IP address or a
+/// DNS name of RFC 1123 labels (section 2.1).
+fn names_a_host(url: &url::Url) -> bool {
     let label = |label: &str| {
         let inner = label.bytes().all(|byte| byte.is_ascii_alphanumeric() || byte == b'-');
         (1..=63).contains(&label.len()) && inner && !label.starts_with('-') && !label.ends_with('-')
     };
-    matches!(url.scheme(), "http" | "https")
-        && url.origin().ascii_serialization() == origin
-        && url.port() != Some(0)
-        && url.domain().is_none_or(|domain| domain.split('.').all(label))
+    url.port() != Some(0) && url.domain().is_none_or(|domain| domain.split('.').all(label))
 }
 
 /// `MAX_PLANTS_PER_OWNER`: 0 to [`MAX_PLANTS_PER_OWNER_LIMIT`], or the default.
@@ -397,11 +401,14 @@ mod tests {
     /// part of the error. (`jwt` would admit ID tokens typed JWT.)
     #[test]
     fn settings_that_cannot_work_are_refused_naming_the_rule() {
-        let cases = "AUTH_ISSUER=https://t.example/?tenant=a => AUTH_ISSUER must have no query
-            AUTH_ISSUER=https://t.example/#a => AUTH_ISSUER must have no query
+        let cases = "AUTH_ISSUER=https://t.example/?tenant=a => AUTH_ISSUER must be written as tokens name it
+            AUTH_ISSUER=https://t.example/#a => AUTH_ISSUER must be written as tokens name it
             AUTH_ISSUER=t.example => AUTH_ISSUER must use https
-            AUTH_ISSUER=HTTPS://t.example => AUTH_ISSUER must have its scheme and host
-            AUTH_ISSUER=https://T.example/ => AUTH_ISSUER must have its scheme and host
+            AUTH_ISSUER=HTTPS://t.example => AUTH_ISSUER must be written as tokens name it
+            AUTH_ISSUER=https://T.example/ => AUTH_ISSUER must be written as tokens name it
+            AUTH_ISSUER=https://t.example:443/ => AUTH_ISSUER must be written as tokens name it
+            AUTH_ISSUER=https://t.example/a/../b => AUTH_ISSUER must be written as tokens name it
+            AUTH_JWKS_URL=https://a..example/k => AUTH_JWKS_URL must name a DNS name or an address
             AUTH_ISSUER=https://a@t.example => AUTH_ISSUER must name no user
             AUTH_ISSUER= => AUTH_ISSUER must be set
             AUTH_JWKS_URL=https://a:b@t.example/k => AUTH_JWKS_URL must name no user
