@@ -18,10 +18,6 @@ pub struct TelemetryConfig {
 }
 
 impl TelemetryConfig {
-    pub fn from_env() -> Self {
-        Self::from_lookup(|name| env::var(name).ok())
-    }
-
     pub fn from_lookup(lookup: impl Fn(&str) -> Option<String>) -> Self {
         Self {
             level: lookup("AWS_LAMBDA_LOG_LEVEL")
@@ -196,10 +192,6 @@ impl ConfigError {
 }
 
 impl Config {
-    pub fn from_env() -> Result<Self, ConfigError> {
-        Self::from_lookup(|name| env::var(name).ok())
-    }
-
     /// Reads the settings through `lookup` (the environment, or a test's map).
     pub fn from_lookup(lookup: impl Fn(&str) -> Option<String>) -> Result<Self, ConfigError> {
         let optional = |name: &str| lookup(name).filter(|value| !value.trim().is_empty());
@@ -367,11 +359,10 @@ fn scope_rules(
         (None, Some(_)) => return Err(ConfigError::missing(READ)),
         (Some(_), None) => return Err(ConfigError::missing(WRITE)),
     };
-    for (variable, scope) in [(READ, &read), (WRITE, &write)] {
-        if !is_scope_token(scope) {
-            let rule = "must be one OAuth 2.0 scope: printable ASCII without spaces, quotes or backslashes";
-            return Err(ConfigError::new(variable, rule));
-        }
+    let rule = "must be one OAuth 2.0 scope: printable ASCII without spaces, quotes or backslashes";
+    let scopes = [(READ, &read), (WRITE, &write)];
+    if let Some((variable, _)) = scopes.into_iter().find(|(_, scope)| !is_scope_token(scope)) {
+        return Err(ConfigError::new(variable, rule));
     }
     Ok(Some(ScopeRules { read, write }))
 }

@@ -168,9 +168,8 @@ impl NewPlant {
                 serde_json::error::Category::Data => PlantError::NotAnObject,
                 _ => PlantError::NotJson(error.to_string()),
             })?;
-        let id = fields.required("id")?;
         Ok(Self {
-            id,
+            id: fields.required("id")?,
             plant: Plant { name: fields.required("name")?, tag: fields.optional("tag")? },
         })
     }

@@ -136,9 +136,7 @@ impl IntoResponse for ApiError {
         let message = self.to_string();
         let body = serde_json::json!({ "error": status.as_u16(), "message": message });
         let mut response = (status, Json(body)).into_response();
-        if let Some((name, value)) = header {
-            response.headers_mut().insert(name, value);
-        }
+        response.headers_mut().extend(header);
         let (detail, at_bound) = (self.log_detail(), matches!(self, Self::TooManyPlants(_)));
         response.extensions_mut().insert(Refusal { message, detail, at_bound });
         response

@@ -32,8 +32,9 @@ fn main() -> Result<(), Error> {
 }
 
 async fn serve() -> Result<(), Error> {
-    let xray = plant_store::log::init(std::io::stdout, &TelemetryConfig::from_env());
-    let config = Config::from_env()?;
+    let env = |name: &str| std::env::var(name).ok();
+    let xray = plant_store::log::init(std::io::stdout, &TelemetryConfig::from_lookup(env));
+    let config = Config::from_lookup(env)?;
     // One trust store and connector for both remote calls (https.rs).
     let https = Https::new(&config.trust)?;
     let keys = KeySource::from_config(&config.keys, &https)?;

@@ -59,9 +59,7 @@ pub(crate) async fn list_plants(
         let path = path.trim_start_matches('/');
         let cursor = Cursor::after(after).encode();
         let next = format!("</{path}?limit={}&cursor={cursor}>; rel=\"next\"", limit.get());
-        if let Ok(value) = HeaderValue::from_str(&next) {
-            response.headers_mut().insert(LINK, value);
-        }
+        response.headers_mut().extend(HeaderValue::from_str(&next).ok().map(|link| (LINK, link)));
     }
     Ok(response)
 }
