@@ -223,8 +223,7 @@ impl Config {
                 bundle: optional("SSL_CERT_FILE").map(PathBuf::from),
                 extra: optional("EXTRA_CA_CERTS").map(PathBuf::from),
             },
-            dynamodb_endpoint: optional("AWS_ENDPOINT_URL_DYNAMODB")
-                .or_else(|| optional("AWS_ENDPOINT_URL")),
+            dynamodb_endpoint: dynamodb_endpoint(&optional)?,
             cors_allowed_origins,
         })
     }
@@ -320,22 +319,35 @@ fn issuer_url(issuer: &str, loopback_http: bool) -> Result<(), String> {
 }
 
 /// Whether `origin` is one as browsers send it: its own serialization by
-/// the URL Standard (the url crate's), http(s), naming a host.
+/// the URL Standard (the url crate's), naming a host.
 fn is_origin(origin: &str) -> bool {
     let Ok(url) = url::Url::parse(origin) else { return false };
-    matches!(url.scheme(), "http" | "https")
-        && url.origin().ascii_serialization() == origin
-        && names_a_host(&url)
+    url.origin().ascii_serialization() == origin && names_a_host(&url)
 }
 
-/// Whether `url` names a port not 0 of a host that is an IP address or a
-/// DNS name of RFC 1123 labels (section 2.1).
+/// Whether `url` is http(s) to a port not 0 of a host that is an IP address
+/// or a DNS name of RFC 1123 labels (section 2.1).
 fn names_a_host(url: &url::Url) -> bool {
     let label = |label: &str| {
         let inner = label.bytes().all(|byte| byte.is_ascii_alphanumeric() || byte == b'-');
         (1..=63).contains(&label.len()) && inner && !label.starts_with('-') && !label.ends_with('-')
     };
-    url.port() != Some(0) && url.domain().is_none_or(|domain| domain.split('.').all(label))
+    let http = matches!(url.scheme(), "http" | "https");
+    http && url.port() != Some(0) && url.domain().is_none_or(|domain| domain.split('.').all(label))
+}
+
+/// `AWS_ENDPOINT_URL_DYNAMODB`, else `AWS_ENDPOINT_URL` (the SDK's names), if
+/// set: an http(s) URL naming a host, or every call would fail.
+fn dynamodb_endpoint(
+    optional: &impl Fn(&str) -> Option<String>,
+) -> Result<Option<String>, ConfigError> {
+    for variable in ["AWS_ENDPOINT_URL_DYNAMODB", "AWS_ENDPOINT_URL"] {
+        let Some(endpoint) = optional(variable) else { continue };
+        let named = url::Url::parse(&endpoint).is_ok_and(|url| names_a_host(&url));
+        let rule = "must be an http(s) URL naming a host";
+        return named.then_some(Some(endpoint)).ok_or(ConfigError::new(variable, rule));
+    }
+    Ok(None)
 }
 
 /// `MAX_PLANTS_PER_OWNER`: 0 to [`MAX_PLANTS_PER_OWNER_LIMIT`], or the default.
@@ -401,6 +413,7 @@ mod tests {
             AUTH_ISSUER=https://t.example/a/../b => AUTH_ISSUER must be written as tokens name it
             AUTH_JWKS_URL=https://a..example/k => AUTH_JWKS_URL must name a DNS name or an address
             AUTH_ISSUER=https://a@t.example => AUTH_ISSUER must name no user
+            AWS_ENDPOINT_URL_DYNAMODB=localhost:8000 => AWS_ENDPOINT_URL_DYNAMODB must be an http(s) URL
             AUTH_ISSUER= => AUTH_ISSUER must be set
             AUTH_JWKS_URL=https://a:b@t.example/k => AUTH_JWKS_URL must name no user
             AUTH_ISSUER=http://127.0.0.1:9001;AUTH_JWKS_URL=http://[::1]/k => AUTH_ISSUER must use https: http://127.0.0.1:9001
