@@ -297,8 +297,8 @@ pub fn remote_url(url: &str, loopback_http: bool) -> Result<Uri, String> {
         Some("http") if loopback && loopback_http => {}
         _ => return Err(format!("must use https: {url}")),
     }
-    let named = url::Url::parse(url).is_ok_and(|url| names_a_host(&url));
-    let rule = "must name a DNS name or an address, on a port not 0";
+    let named = url::Url::parse(url).is_ok_and(|url| is_http_to_a_host(&url));
+    let rule = "must name its host by an address or a DNS name, on a port not 0";
     named.then_some(parsed).ok_or(format!("{rule}: {url}"))
 }
 
@@ -322,12 +322,12 @@ fn issuer_url(issuer: &str, loopback_http: bool) -> Result<(), String> {
 /// the URL Standard (the url crate's), naming a host.
 fn is_origin(origin: &str) -> bool {
     let Ok(url) = url::Url::parse(origin) else { return false };
-    url.origin().ascii_serialization() == origin && names_a_host(&url)
+    url.origin().ascii_serialization() == origin && is_http_to_a_host(&url)
 }
 
 /// Whether `url` is http(s) to a port not 0 of a host that is an IP address
 /// or a DNS name of RFC 1123 labels (section 2.1).
-fn names_a_host(url: &url::Url) -> bool {
+fn is_http_to_a_host(url: &url::Url) -> bool {
     let label = |label: &str| {
         let inner = label.bytes().all(|byte| byte.is_ascii_alphanumeric() || byte == b'-');
         (1..=63).contains(&label.len()) && inner && !label.starts_with('-') && !label.ends_with('-')
@@ -343,7 +343,7 @@ fn dynamodb_endpoint(
 ) -> Result<Option<String>, ConfigError> {
     for variable in ["AWS_ENDPOINT_URL_DYNAMODB", "AWS_ENDPOINT_URL"] {
         let Some(endpoint) = optional(variable) else { continue };
-        let named = url::Url::parse(&endpoint).is_ok_and(|url| names_a_host(&url));
+        let named = url::Url::parse(&endpoint).is_ok_and(|url| is_http_to_a_host(&url));
         let rule = "must be an http(s) URL naming a host";
         return named.then_some(Some(endpoint)).ok_or(ConfigError::new(variable, rule));
     }
@@ -411,7 +411,7 @@ mod tests {
             AUTH_ISSUER=https://T.example/ => AUTH_ISSUER must be written as tokens name it
             AUTH_ISSUER=https://t.example:443/ => AUTH_ISSUER must be written as tokens name it
             AUTH_ISSUER=https://t.example/a/../b => AUTH_ISSUER must be written as tokens name it
-            AUTH_JWKS_URL=https://a..example/k => AUTH_JWKS_URL must name a DNS name or an address
+            AUTH_JWKS_URL=https://a..example/k => AUTH_JWKS_URL must name its host by an address or a DNS name
             AUTH_ISSUER=https://a@t.example => AUTH_ISSUER must name no user
             AWS_ENDPOINT_URL_DYNAMODB=localhost:8000 => AWS_ENDPOINT_URL_DYNAMODB must be an http(s) URL
             AUTH_ISSUER= => AUTH_ISSUER must be set
