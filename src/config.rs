@@ -283,8 +283,8 @@ pub fn is_at_jwt(typ: &str) -> bool {
     lower.strip_prefix("application/").unwrap_or(&lower) == "at+jwt"
 }
 
-/// `url` as keys may be fetched from: `https`, or with `loopback_http` (local
-/// issuers only: in Lambda, loopback is the Runtime API) `http` to loopback.
+/// `url` as keys may be fetched from: `https` to a host (`is_http_to_a_host`), or
+/// with `loopback_http` (local issuers; in Lambda, loopback is the Runtime API) `http` to it.
 pub fn remote_url(url: &str, loopback_http: bool) -> Result<Uri, String> {
     let parsed: Uri = url.parse().map_err(|_| format!("must be a URL; {url:?} is none"))?;
     // RFC 9110, section 4.2.4: no userinfo in an http(s) URI.
