@@ -245,10 +245,7 @@ impl Verifier {
             (Access::Read, Some(scopes)) => (verified.grants_read, &scopes.read),
             (Access::Write, Some(scopes)) => (verified.grants_write, &scopes.write),
         };
-        match granted {
-            true => Ok(verified.owner),
-            false => Err(AuthError::InsufficientScope(scope.clone())),
-        }
+        granted.then_some(verified.owner).ok_or_else(|| AuthError::InsufficientScope(scope.clone()))
     }
 
     /// Verifies `token` now, with `keys` (fetched again if they lack its key).

@@ -248,10 +248,8 @@ fn headers<'a>(
     // Each as HTTP/1.1 writes it: `name: value` and CRLF.
     let bytes: usize =
         headers.iter().map(|(name, value)| name.as_str().len() + value.len() + 4).sum();
-    match headers.len() > MAX_HEADERS || bytes > MAX_HEADER_BYTES {
-        true => Err(ApiError::HeadersUninspected),
-        false => Ok(headers),
-    }
+    let inspected = headers.len() <= MAX_HEADERS && bytes <= MAX_HEADER_BYTES;
+    inspected.then_some(headers).ok_or(ApiError::HeadersUninspected)
 }
 
 /// What a URI keeps as it is: RFC 3986's unreserved and sub-delims, `:`,

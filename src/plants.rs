@@ -94,11 +94,9 @@ impl<S: Sync> FromRequest<S> for NewPlant {
 
 fn require_json_content_type(headers: &HeaderMap) -> Result<(), ApiError> {
     let Some(value) = headers.get(CONTENT_TYPE) else { return Ok(()) };
-    let media_type = value.to_str().ok().and_then(|value| value.split(';').next());
-    match media_type.map(str::trim) {
-        Some(media_type) if media_type.eq_ignore_ascii_case("application/json") => Ok(()),
-        _ => Err(ApiError::UnsupportedMediaType),
-    }
+    let media_type = value.to_str().unwrap_or_default().split(';').next().unwrap_or_default();
+    let json = media_type.trim().eq_ignore_ascii_case("application/json");
+    json.then_some(()).ok_or(ApiError::UnsupportedMediaType)
 }
 
 /// A listing's page: `limit` (or its default) and where `cursor` says it

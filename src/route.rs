@@ -42,10 +42,8 @@ impl Deadline {
         let now_ms = SystemTime::now()
             .duration_since(UNIX_EPOCH)
             .map_or(0, |now| u64::try_from(now.as_millis()).unwrap_or(u64::MAX));
-        let left = match invocation_ms.checked_sub(now_ms) {
-            Some(left) if left > 0 => Duration::from_millis(left).saturating_sub(ANSWER_MARGIN),
-            _ => STORE_BUDGET,
-        };
+        let left = Duration::from_millis(invocation_ms.saturating_sub(now_ms));
+        let left = if left.is_zero() { STORE_BUDGET } else { left.saturating_sub(ANSWER_MARGIN) };
         Self(tokio::time::Instant::now() + left.min(STORE_BUDGET))
     }
 }

@@ -38,10 +38,7 @@ pub(super) fn condition_failed<E: ProvideErrorMetadata, R>(error: &SdkError<E, R
 
 /// The error code DynamoDB answered with, if it answered.
 fn service_code<E: ProvideErrorMetadata, R>(error: &SdkError<E, R>) -> Option<&str> {
-    match error {
-        SdkError::ServiceError(service) => service.err().code(),
-        _ => None,
-    }
+    error.as_service_error()?.code()
 }
 
 impl<E, R> From<SdkError<E, R>> for StoreError

@@ -220,11 +220,8 @@ impl PlantStore {
         'pages: loop {
             // Past an item that is no plant, read ahead: a run of them
             // costs a call a READ_AHEAD items (or 1 MB), not a call each.
-            let remaining = match passed_over {
-                false => wanted + 1 - rows.len(),
-                true => (wanted + 1 - rows.len()).max(READ_AHEAD),
-            };
-            let remaining = i32::try_from(remaining).unwrap_or(i32::MAX);
+            let floor = if passed_over { READ_AHEAD } else { 0 };
+            let remaining = i32::try_from((wanted + 1 - rows.len()).max(floor)).unwrap_or(i32::MAX);
             let query = self
                 .query_partition(owner.as_str().to_owned())
                 // Read your writes: a plant answered 200 is in the next listing.
@@ -249,10 +246,8 @@ impl PlantStore {
                 }
                 rows.push((id, plant));
             }
-            match page.last_evaluated_key {
-                Some(key) => start_key = Some(key),
-                None => break,
-            }
+            let Some(key) = page.last_evaluated_key else { break };
+            start_key = Some(key);
         }
         let next_after = rows.last().map(|(id, _)| *id).filter(|_| more);
         let plants = rows.into_iter().map(|(_, plant)| plant).collect();
