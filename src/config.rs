@@ -216,7 +216,7 @@ impl Config {
         let rules = TokenRules::new(issuer, optional("AUTH_AUDIENCE"), access, scopes)?;
         Ok(Self {
             max_plants_per_owner: max_plants_per_owner(optional("MAX_PLANTS_PER_OWNER"))?,
-            table: required("PLANTS_TABLE")?,
+            table: table(required("PLANTS_TABLE")?)?,
             rules,
             keys,
             trust: TrustConfig {
@@ -350,6 +350,19 @@ fn dynamodb_endpoint(
     Ok(None)
 }
 
+/// `PLANTS_TABLE`: a table's name by DynamoDB's naming rules, or its ARN
+/// (`arn:aws:dynamodb:REGION:ACCOUNT:table/NAME`), or every call would fail.
+fn table(table: String) -> Result<String, ConfigError> {
+    let name = match table.splitn(6, ':').collect::<Vec<_>>()[..] {
+        ["arn", _, "dynamodb", _, _, resource] => resource.strip_prefix("table/").unwrap_or(""),
+        _ => &table,
+    };
+    let allowed = |byte: u8| byte.is_ascii_alphanumeric() || b"_.-".contains(&byte);
+    let named = (3..=255).contains(&name.len()) && name.bytes().all(allowed);
+    let rule = "must be a DynamoDB table's name (3 to 255 of a-z, A-Z, 0-9, _ . -) or its ARN";
+    named.then_some(table).ok_or(ConfigError::new("PLANTS_TABLE", rule))
+}
+
 /// `MAX_PLANTS_PER_OWNER`: 0 to [`MAX_PLANTS_PER_OWNER_LIMIT`], or the default.
 fn max_plants_per_owner(value: Option<String>) -> Result<u32, ConfigError> {
     let Some(value) = value else { return Ok(DEFAULT_MAX_PLANTS_PER_OWNER) };
@@ -423,6 +436,8 @@ mod tests {
             AUTH_TOKEN_TYPE=jwt => AUTH_TOKEN_TYPE must be at+jwt (RFC 9068's access tokens) or any
             AUTH_AUDIENCE=  => AUTH_AUDIENCE must be set and not empty (the audience
             PLANTS_TABLE= => PLANTS_TABLE must be set
+            PLANTS_TABLE=my plants => PLANTS_TABLE must be a DynamoDB table's name
+            PLANTS_TABLE=arn:aws:dynamodb:us-east-1:123456789012:plants => PLANTS_TABLE must be
             AUTH_SCOPE_READ=r => AUTH_SCOPE_WRITE must be set
             AUTH_SCOPE_READ=a b;AUTH_SCOPE_WRITE=w => AUTH_SCOPE_READ must be one OAuth 2.0 scope
             AUTH_SCOPE_READ=r;AUTH_SCOPE_WRITE=w\\ => AUTH_SCOPE_WRITE must be one OAuth 2.0 scope
@@ -435,6 +450,8 @@ mod tests {
             let error = config(pairs).unwrap_err();
             assert!(error.contains(refused), "{case}: {error}");
         }
+        // The table by its ARN, as DynamoDB takes it too.
+        config("PLANTS_TABLE=arn:aws-cn:dynamodb:cn-north-1:123456789012:table/a.b_c-1").unwrap();
     }
 
     #[test]

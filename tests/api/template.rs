@@ -35,7 +35,7 @@ async fn function() -> Function {
     let lines = process.output().into_iter().filter_map(|l| serde_json::from_str::<Value>(&l).ok());
     let emf = lines.into_iter().find(|line| line.get("_aws").is_some()).unwrap();
     let base =
-        [("PLANTS_TABLE", "t"), ("AUTH_ISSUER", "https://i.example"), ("AUTH_AUDIENCE", "a")];
+        [("PLANTS_TABLE", "plants"), ("AUTH_ISSUER", "https://i.example"), ("AUTH_AUDIENCE", "a")];
     let reads = RefCell::new(BTreeSet::new());
     let starts = |without: &str| {
         let lookup = |name: &str| {
