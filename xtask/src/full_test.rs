@@ -12,7 +12,7 @@ use plant_store_local_support::tools::{
 };
 use plant_store_local_support::{Result, dynamodb_local, log, tools_dir};
 
-use crate::artifact::{ensure_build_tools, sam_build};
+use crate::artifact::{Artifact, ensure_build_tools, sam_build};
 use crate::contract::{contract_test, contract_test_through_sam_local};
 use crate::stack::{Stack, build_workspace, linted};
 use crate::{bench, fuzz, interface};
@@ -50,9 +50,15 @@ pub(crate) fn full_test(settings: &Settings) -> Result {
     for install in installs {
         install.join().map_err(|_| "an install panicked")??;
     }
-    static_checks()?;
-    interface::reference_page()?;
-    interface::breaking_change_gate()?;
+    // sam build's last minute or more is one crate on one core (LTO): the
+    // checks that need no build run beside it, and wait for it.
+    let artifact = std::thread::spawn(sam_build);
+    let checks = static_checks()
+        .and_then(|()| interface::reference_page())
+        .and_then(|_| interface::breaking_change_gate());
+    let artifact = artifact.join().map_err(|_| "sam build panicked")?;
+    checks?;
+    let artifact = artifact?;
     let cargo_test_log = tools_dir().join("cargo-test.log");
     {
         let _scope = Scope::begin();
@@ -60,7 +66,7 @@ pub(crate) fn full_test(settings: &Settings) -> Result {
         log!("cargo test, against the stack's DynamoDB Local");
         let mut cargo = linted(stack.env.command("cargo"));
         run_logged(cargo.args(["test", "--workspace", "--locked"]), &cargo_test_log)?;
-        tests_by_name(&stack)?;
+        tests_by_name(&stack, &artifact)?;
     }
     log!("contract tests against the function behind cargo lambda's emulator");
     contract_test(settings.max_examples, None)?;
@@ -126,12 +132,11 @@ fn dependency_checks(deny: &Path) -> Result {
 }
 
 /// By name, what `cargo test` ignored, each with what it needs (moto, the
-/// artifact `sam build` makes, under qemu-user); then `sam local`.
-fn tests_by_name(stack: &Stack) -> Result {
+/// artifact `sam build` made, under qemu-user); then `sam local`.
+fn tests_by_name(stack: &Stack, artifact: &Artifact) -> Result {
     log!("the acceptance suite's Cognito mode against moto's Cognito server");
     run_required_tests(&mut linted(stack.env.command("cargo")), MOTO_TESTS, "moto-test")?;
 
-    let artifact = sam_build()?;
     log!("every event through sam build's arm64 bootstrap (qemu-user)");
     let mut bootstrap = ensure_qemu_arm64()?;
     bootstrap.push(artifact.bootstrap.display().to_string());
