@@ -1,5 +1,5 @@
 //! `cargo xtask test`: every check, as CI runs it, one logged step after
-//! another (docs/testing.md lists them).
+//! another, `sam build` beside those that need no build (docs/testing.md).
 
 use std::path::Path;
 use std::process::{Command, Stdio};
