@@ -53,12 +53,9 @@ pub(crate) fn full_test(settings: &Settings) -> Result {
     // sam build's last minute or more is one crate on one core (LTO): the
     // checks that need no build run beside it, and wait for it.
     let artifact = std::thread::spawn(sam_build);
-    let checks = static_checks()
-        .and_then(|()| interface::reference_page())
-        .and_then(|_| interface::breaking_change_gate());
-    let artifact = artifact.join().map_err(|_| "sam build panicked")?;
-    checks?;
-    let artifact = artifact?;
+    let checks = static_checks().and_then(|()| interface::reference_page());
+    let checks = checks.and_then(|_| interface::breaking_change_gate());
+    let artifact = checks.and(artifact.join().map_err(|_| "sam build panicked")?)?;
     let cargo_test_log = tools_dir().join("cargo-test.log");
     {
         let _scope = Scope::begin();
