@@ -297,9 +297,8 @@ pub fn remote_url(url: &str, loopback_http: bool) -> Result<Uri, String> {
         Some("http") if loopback && loopback_http => {}
         _ => return Err(format!("must use https: {url}")),
     }
-    let named = url::Url::parse(url).is_ok_and(|url| is_http_to_a_host(&url));
     let rule = "must name its host by an address or a DNS name, on a port not 0";
-    named.then_some(parsed).ok_or(format!("{rule}: {url}"))
+    is_http_to_a_host(url).then_some(parsed).ok_or(format!("{rule}: {url}"))
 }
 
 /// An issuer is such a URL without a query or fragment (OpenID Connect
@@ -322,12 +321,13 @@ fn issuer_url(issuer: &str, loopback_http: bool) -> Result<(), String> {
 /// the URL Standard (the url crate's), naming a host.
 fn is_origin(origin: &str) -> bool {
     let Ok(url) = url::Url::parse(origin) else { return false };
-    url.origin().ascii_serialization() == origin && is_http_to_a_host(&url)
+    url.origin().ascii_serialization() == origin && is_http_to_a_host(origin)
 }
 
 /// Whether `url` is http(s) to a port not 0 of a host that is an IP address
 /// or a DNS name of RFC 1123 labels (section 2.1).
-fn is_http_to_a_host(url: &url::Url) -> bool {
+fn is_http_to_a_host(url: &str) -> bool {
+    let Ok(url) = url::Url::parse(url) else { return false };
     let label = |label: &str| {
         let inner = label.bytes().all(|byte| byte.is_ascii_alphanumeric() || byte == b'-');
         (1..=63).contains(&label.len()) && inner && !label.starts_with('-') && !label.ends_with('-')
@@ -343,8 +343,7 @@ fn dynamodb_endpoint(
 ) -> Result<Option<String>, ConfigError> {
     for variable in ["AWS_ENDPOINT_URL_DYNAMODB", "AWS_ENDPOINT_URL"] {
         let Some(endpoint) = optional(variable) else { continue };
-        let named = url::Url::parse(&endpoint).is_ok_and(|url| is_http_to_a_host(&url));
-        let rule = "must be an http(s) URL naming a host";
+        let (named, rule) = (is_http_to_a_host(&endpoint), "must be an http(s) URL naming a host");
         return named.then_some(Some(endpoint)).ok_or(ConfigError::new(variable, rule));
     }
     Ok(None)

@@ -289,17 +289,14 @@ fn uri(path: &str, query: &str) -> Result<Uri, ApiError> {
 }
 
 fn body(body: Option<Cow<str>>, is_base64_encoded: bool) -> Result<axum::body::Body, ApiError> {
+    let not_base64 = "The request body is marked base64-encoded but is not valid base64.";
     match body {
         None => Ok(axum::body::Body::empty()),
         Some(text) if !is_base64_encoded => Ok(text.into_owned().into()),
         Some(encoded) => base64::engine::general_purpose::STANDARD
             .decode(encoded.as_bytes())
             .map(Into::into)
-            .map_err(|_| {
-                ApiError::UnreadableRequest(
-                    "The request body is marked base64-encoded but is not valid base64.",
-                )
-            }),
+            .map_err(|_| ApiError::UnreadableRequest(not_base64)),
     }
 }
 
