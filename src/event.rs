@@ -101,9 +101,10 @@ struct Event<'a> {
     multi_value_query_string_parameters: Option<Pairs<'a, Vec<Text<'a>>>>,
     /// A REST API's every value of each header (its `headers`: the last).
     multi_value_headers: Option<Pairs<'a, Vec<Option<Text<'a>>>>>,
-    /// Payload format 2.0 (HTTP APIs, function URLs): the path and query.
+    /// Payload format 2.0 (HTTP APIs, function URLs): the path, query and cookies.
     raw_path: Option<Text<'a>>,
     raw_query_string: Option<Text<'a>>,
+    cookies: Option<Vec<Text<'a>>>,
     headers: Option<Pairs<'a, Option<Text<'a>>>>,
     path_parameters: Option<Pairs<'a, Text<'a>>>,
     request_context: Option<Context<'a>>,
@@ -194,7 +195,7 @@ impl<'a> Event<'a> {
         let mut request = Request::new(body(self.body.map(|body| body.0), self.is_base64_encoded)?);
         *request.method_mut() = method;
         *request.uri_mut() = uri(&route, &query)?;
-        *request.headers_mut() = headers(self.headers, self.multi_value_headers)?;
+        *request.headers_mut() = headers(self.headers, self.multi_value_headers, self.cookies)?;
         request.extensions_mut().insert(ClientPath(encoded(sent.unwrap_or(raw), PATH_ESCAPED)));
         Ok(request)
     }
@@ -217,17 +218,20 @@ fn query_string<'a>(
 
 /// The request's headers: every value the event holds, in either map and
 /// under any spelling of a name, once (docs/contract.md: every value the
-/// firewall may have keyed). Each must be one HTTP can carry, and the whole
-/// within what AWS WAF inspects.
+/// firewall may have keyed), and cookies as one `Cookie` (RFC 6265, 5.4).
+/// Each must be one HTTP can carry, and the whole within what WAF inspects.
 fn headers<'a>(
     single: Option<Pairs<'a, Option<Text<'a>>>>,
     multi: Option<Pairs<'a, Vec<Option<Text<'a>>>>>,
+    cookies: Option<Vec<Text<'a>>>,
 ) -> Result<HeaderMap, ApiError> {
     let mut headers = HeaderMap::new();
     // `headers` repeats a value of `multiValueHeaders`, or adds one.
     let multi = multi.into_iter().flatten().map(|(name, values)| (name, values, false));
     let single = single.into_iter().flatten().map(|(name, value)| (name, vec![value], true));
-    for (name, values, repeated) in multi.chain(single) {
+    let cookie =
+        cookies.map(|jar| (Text("cookie".into()), vec![Some(Text(jar.join("; ").into()))], false));
+    for (name, values, repeated) in multi.chain(single).chain(cookie) {
         let header = HeaderName::from_bytes(name.0.as_bytes()).map_err(|_| {
             ApiError::UnreadableRequest("A request header has a name that HTTP does not allow.")
         })?;

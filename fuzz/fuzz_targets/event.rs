@@ -104,6 +104,7 @@ fn event(setup: &Setup, input: &mut Unstructured) -> Result<Value> {
             event["requestContext"]["http"]["method"] = json!(method);
             event["requestContext"]["http"]["path"] = json!(path);
             event["headers"] = Value::Object(headers);
+            event["cookies"] = json!(input.arbitrary::<Option<Vec<String>>>()?);
         }
     }
     event["body"] = json!(body);

@@ -75,7 +75,7 @@ impl ApiGatewayEvent {
     /// headers and body: a REST API's with each header's values in
     /// `multiValueHeaders` and its last in `headers`, and at stage `Prod`;
     /// an HTTP API's at stage `prod` and a function URL's with repeated
-    /// headers joined by a comma.
+    /// headers joined by a comma, their `Cookie` pairs in `cookies`.
     pub fn event_as(self, edge: &str) -> String {
         let file = format!("{}/../events/{edge}/list-plants.json", env!("CARGO_MANIFEST_DIR"));
         let mut event: Value =
@@ -112,6 +112,9 @@ impl ApiGatewayEvent {
         event.as_object_mut().unwrap().remove("queryStringParameters");
         if edge == "http-api" {
             event["pathParameters"] = proxy;
+        }
+        if let Some(cookie) = event["headers"].as_object_mut().unwrap().remove("cookie") {
+            event["cookies"] = json!(cookie.as_str().unwrap().split("; ").collect::<Vec<_>>());
         }
         let http = &mut event["requestContext"]["http"];
         (http["method"], http["path"]) = (json!(self.method), json!(raw_path));

@@ -116,12 +116,14 @@ async fn the_function_authenticates_exactly_the_request_the_firewall_keyed() {
     let padding: Vec<String> = (0..250).map(|n| format!("x-pad-{n}")).collect();
     let padded: Vec<(&str, &str)> = padding.iter().map(|name| (name.as_str(), "1")).collect();
     let one = ("authorization", alice.as_str());
+    let cookies = (0..1500).map(|n| format!("c{n}=1")).collect::<Vec<_>>().join("; ");
     for edge in EDGES {
         assert_eq!(app.invoke(&listing(&[one]).event_as(edge)).await.status, 200, "{edge}");
         for (case, headers, status) in [
             ("two values", vec![("authorization", junk.as_str()), one], 401),
             ("two spellings", vec![("authorization", &junk), ("Authorization", &alice)], 401),
             ("past what WAF inspects", [&padded[..], &[one]].concat(), 431),
+            ("cookies past what WAF inspects", vec![("cookie", &cookies), one], 431),
         ] {
             let response = app.invoke(&listing(&headers).event_as(edge)).await;
             assert_eq!(response.status, status, "{edge}, {case}: {}", response.body);
