@@ -330,8 +330,8 @@ impl Measuring<'_> {
 }
 
 /// `0..count` in an order of its own for each `seed`: no function always
-/// follows another (the one before leaves the CPU's caches as it used them,
-/// which is cheapest for the same binary).
+/// follows another (the one before leaves the CPU's caches as it used them;
+/// each runs its own copy of its binary, so none finds its code there).
 fn shuffled(count: usize, seed: usize) -> Vec<usize> {
     let mut order: Vec<usize> = (0..count).collect();
     fastrand::Rng::with_seed(seed as u64).shuffle(&mut order);

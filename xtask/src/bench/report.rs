@@ -31,7 +31,7 @@ pub(super) mod limits {
     /// At 128 MB's share of a CPU, against the physical floor (`raw`, the
     /// same signed calls: a listing's Query, a bounded create's UpdateItem
     /// and PutItem): a warm GET's mean and CPU; a bounded create's mean,
-    /// whose two calls each pay the SDK's cost and whose ~1 ms of CPU meets
+    /// whose two calls each pay the SDK's cost and whose larger CPU meets
     /// the end of the 1 ms-per-13.82 ms period more often than the floor's.
     pub(crate) const SHARE_GET_MEAN: f64 = 1.5;
     pub(crate) const SHARE_POST_MEAN_BOUNDED: f64 = 2.0;
