@@ -12,7 +12,8 @@ use bytes::Bytes;
 use http_body_util::{BodyExt, Empty, Limited};
 use hyper_util::client::legacy::Client;
 use hyper_util::rt::TokioExecutor;
-use jsonwebtoken::jwk::{AlgorithmParameters, EllipticCurve, Jwk, PublicKeyUse};
+use jsonwebtoken::jwk::EllipticCurve::{Ed25519, P256};
+use jsonwebtoken::jwk::{AlgorithmParameters, Jwk, PublicKeyUse};
 use jsonwebtoken::{Algorithm, DecodingKey};
 use lambda_http::http::Uri;
 use serde::Deserialize;
@@ -55,6 +56,13 @@ pub struct KeySet {
 #[error("the key set is not a JWKS: {0}")]
 pub struct NotAJwks(String);
 
+/// `text` as a `T`, if a JSON object (serde reads a struct from an array too).
+fn from_object<'a, T: Deserialize<'a>>(text: &'a str) -> Result<T, String> {
+    let object = text.trim_start_matches([' ', '\t', '\n', '\r']).starts_with('{');
+    let parsed = serde_json::from_str(text).map_err(|error| error.to_string());
+    parsed.and_then(|value| if object { Ok(value) } else { Err("not a JSON object".into()) })
+}
+
 impl KeySet {
     /// Reads a JWKS entry by entry: an entry that is no usable signing key,
     /// whatever its shape, is skipped and counted; a `kid` two usable
@@ -66,8 +74,7 @@ impl KeySet {
             #[serde(borrow)]
             keys: Vec<&'a RawValue>,
         }
-        let document: Document =
-            serde_json::from_str(json).map_err(|error| NotAJwks(error.to_string()))?;
+        let document: Document = from_object(json).map_err(NotAJwks)?;
         let entries = document.keys.len();
         let mut usable: Vec<(String, VerificationKey, String)> = document
             .keys
@@ -107,12 +114,8 @@ fn usable_key(jwk: &Jwk) -> Option<(String, VerificationKey, String)> {
     }
     let algorithm = match &jwk.algorithm {
         AlgorithmParameters::RSA(_) => Algorithm::RS256,
-        AlgorithmParameters::EllipticCurve(ec) if ec.curve == EllipticCurve::P256 => {
-            Algorithm::ES256
-        }
-        AlgorithmParameters::OctetKeyPair(okp) if okp.curve == EllipticCurve::Ed25519 => {
-            Algorithm::EdDSA
-        }
+        AlgorithmParameters::EllipticCurve(ec) if ec.curve == P256 => Algorithm::ES256,
+        AlgorithmParameters::OctetKeyPair(okp) if okp.curve == Ed25519 => Algorithm::EdDSA,
         _ => return None,
     };
     // A key that names its algorithm is used for that algorithm only.
@@ -367,8 +370,7 @@ impl RemoteKeys {
 
     /// The `jwks_uri` of the discovery document at `url`, if its `issuer` is `issuer`.
     async fn discover(&self, url: &Uri, issuer: &str) -> Result<Uri, FetchError> {
-        let read = |text: &str| serde_json::from_str::<Discovery>(text).map_err(|e| e.to_string());
-        let document = self.get(url, read).await?;
+        let document: Discovery = self.get(url, |text| from_object(text)).await?;
         let failed = |cause: String| FetchError { url: url.to_string(), cause };
         if document.issuer != *issuer {
             let named = echoed(&document.issuer);
@@ -400,11 +402,8 @@ impl RemoteKeys {
             if !response.status().is_success() {
                 return Err(format!("status {}", response.status()));
             }
-            let body = Limited::new(response.into_body(), MAX_JWKS_BYTES)
-                .collect()
-                .await
-                .map_err(|error| format!("body: {error}"))?
-                .to_bytes();
+            let body = Limited::new(response.into_body(), MAX_JWKS_BYTES).collect().await;
+            let body = body.map_err(|error| format!("body: {error}"))?.to_bytes();
             parse(std::str::from_utf8(&body).map_err(|_| "the body is not UTF-8")?)
         };
         let fetched = tokio::time::timeout(FETCH_TIMEOUT, exchange)
@@ -462,7 +461,7 @@ mod tests {
         let set = set.unwrap();
         assert_eq!(set.keys.keys().collect::<Vec<_>>(), ["good"]);
         assert_eq!(set.skipped, entries.len() - 1);
-        for not_a_jwks in ["not json", "[]", "{}", r#"{"keys": null}"#] {
+        for not_a_jwks in ["not json", "[]", "{}", r#"{"keys": null}"#, "[[]]"] {
             assert!(KeySet::from_jwks_json(not_a_jwks).is_err(), "{not_a_jwks}");
         }
     }
