@@ -175,6 +175,13 @@ impl NewPlant {
     }
 }
 
+/// `text` as a `T`, if a JSON object (serde reads a struct from an array too).
+pub(crate) fn from_object<'a, T: Deserialize<'a>>(text: &'a str) -> Result<T, String> {
+    let object = text.trim_start_matches([' ', '\t', '\n', '\r']).starts_with('{');
+    let parsed = serde_json::from_str(text).map_err(|error| error.to_string());
+    parsed.and_then(|value| if object { Ok(value) } else { Err("not a JSON object".into()) })
+}
+
 /// A JSON object's members, each raw until its field reads it, and the
 /// names repeated (serde would keep the last).
 #[derive(Default)]

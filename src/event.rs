@@ -39,18 +39,16 @@ impl Format {
         let (parts, body) = response.into_parts();
         let text = to_bytes(body, usize::MAX).await.unwrap_or_default();
         let body = (!text.is_empty()).then(|| Body::Text(String::from_utf8_lossy(&text).into()));
-        let status_code = i64::from(parts.status.as_u16());
+        let status = i64::from(parts.status.as_u16());
         match self {
             Self::V1 => {
                 let mut answer = ApiGatewayProxyResponse::default();
-                (answer.status_code, answer.headers, answer.body) =
-                    (status_code, parts.headers, body);
+                (answer.status_code, answer.headers, answer.body) = (status, parts.headers, body);
                 InvocationResponse::V1(answer)
             }
             Self::V2 => {
                 let mut answer = ApiGatewayV2httpResponse::default();
-                (answer.status_code, answer.headers, answer.body) =
-                    (status_code, parts.headers, body);
+                (answer.status_code, answer.headers, answer.body) = (status, parts.headers, body);
                 InvocationResponse::V2(answer)
             }
         }
@@ -68,7 +66,7 @@ pub enum InvocationResponse {
 /// Reads an event: its format, and the request it carries or why it
 /// cannot be one.
 pub fn read(event: &str) -> (Format, Result<Request, Unreadable>) {
-    match serde_json::from_str::<Event>(event) {
+    match crate::domain::from_object::<Event>(event) {
         Ok(event) => {
             let (format, origin) = (event.format(), event.origin());
             (format, event.request().map_err(|error| Unreadable { error, origin }))
@@ -375,7 +373,9 @@ mod tests {
         let mut base64 = v2("/plants", "");
         (base64["body"], base64["isBase64Encoded"]) = (json!("not base64!"), json!(true));
         assert!(read(base64).unwrap_err().contains("base64"));
-        assert!(read(json!([1, 2])).unwrap_err().contains("API Gateway"));
+        let fields_in_order = json!(["2.0", null, null, null, null, null, "/plants", null, null,
+            null, null, {"http": {"method": "GET"}}, null, false]);
+        assert!(read(fields_in_order).unwrap_err().contains("API Gateway"));
         assert!(read(v2(&"/a".repeat(40_000), "")).unwrap_err().contains("too long"));
     }
 

@@ -21,7 +21,7 @@ use serde_json::json;
 use serde_json::value::RawValue;
 
 use crate::config::{KeyConfig, KeyRefresh, remote_url};
-use crate::domain::limits::echoed;
+use crate::domain::{from_object, limits::echoed};
 use crate::https::{Connector, Https};
 use crate::xray;
 
@@ -55,13 +55,6 @@ pub struct KeySet {
 #[derive(Debug, thiserror::Error)]
 #[error("the key set is not a JWKS: {0}")]
 pub struct NotAJwks(String);
-
-/// `text` as a `T`, if a JSON object (serde reads a struct from an array too).
-fn from_object<'a, T: Deserialize<'a>>(text: &'a str) -> Result<T, String> {
-    let object = text.trim_start_matches([' ', '\t', '\n', '\r']).starts_with('{');
-    let parsed = serde_json::from_str(text).map_err(|error| error.to_string());
-    parsed.and_then(|value| if object { Ok(value) } else { Err("not a JSON object".into()) })
-}
 
 impl KeySet {
     /// Reads a JWKS entry by entry: an entry that is no usable signing key,
