@@ -82,12 +82,7 @@ impl TestApp {
     /// Answers `event` as the function's binary does: the whole invocation,
     /// from the event Lambda delivers to the response it returns.
     pub async fn invoke(&self, event: &str) -> TestResponse {
-        self.invoke_in(event, Context::default()).await
-    }
-
-    /// [`Self::invoke`] with the invocation's `context` (its deadline).
-    pub async fn invoke_in(&self, event: &str, context: Context) -> TestResponse {
-        TestResponse::from(self.api.invoke(event, context).await)
+        TestResponse::from(self.api.invoke(event, Context::default()).await)
     }
 
     pub async fn post(&self, authorization: &str, body: &str) -> TestResponse {

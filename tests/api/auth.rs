@@ -18,11 +18,9 @@ use serde_json::{Value, json};
 
 use crate::interface::caller_key;
 
-/// ECDSA's signature `(r, s)` verifies as `(r, n - s)` too, so one ES256
-/// token has two spellings, two keys of the firewall's per-caller limit
-/// (docs/contract.md: at most twice its budget). Both verify: RFC 7518 asks
-/// no low `s`, and issuers do not make one. No third spelling exists: a
-/// signature whose base64url is not canonical is refused.
+/// ECDSA's `(r, s)` verifies as `(r, n - s)` too: two keys of the per-caller
+/// limit (docs/contract.md), both verified, as RFC 7518 asks no low `s`; a
+/// third, a signature in non-canonical base64url, is refused.
 #[tokio::test]
 async fn an_es256_token_has_two_spellings_and_no_third() {
     use base64::Engine;
@@ -99,12 +97,9 @@ async fn the_authorization_header_holds_one_bearer_token_or_gets_401() {
     }
 }
 
-/// The rule behind the firewall's per-caller limit (docs/contract.md): the
-/// function authenticates exactly the request the firewall keyed, on every
-/// edge. Each value an event carries is read, in either of a REST event's
-/// maps and under any spelling of the name, so a second one is refused;
-/// and a request with more headers than AWS WAF inspects, whose
-/// `Authorization` the firewall may not have keyed, is refused.
+/// The per-caller limit's rule (docs/contract.md), on every edge: every
+/// `Authorization` value is read (either REST map, any spelling), so a second
+/// is refused; so is a request with more headers than AWS WAF inspects.
 #[tokio::test]
 async fn the_function_authenticates_exactly_the_request_the_firewall_keyed() {
     let app = TestApp::new().await;
@@ -139,8 +134,12 @@ async fn the_function_authenticates_exactly_the_request_the_firewall_keyed() {
 }
 
 #[tokio::test]
-async fn only_tokens_typed_as_access_tokens_pass_by_default() {
+async fn forged_misissued_and_untyped_tokens_get_invalid_token() {
     let app = TestApp::new().await;
+    for (case, token) in forged_tokens() {
+        assert_refused(&app, &format!("Bearer {token}"), INVALID_TOKEN, case).await;
+    }
+    // By default, only tokens typed as access tokens pass.
     let signed =
         |typ| format!("Bearer {}", keys().eddsa().sign_typed(typ, &claims("alice")).unwrap());
     for typ in [Some("JWT"), Some("id+jwt"), Some(""), Some("text/at+jwt"), Some("at+jwt2"), None] {
@@ -148,14 +147,6 @@ async fn only_tokens_typed_as_access_tokens_pass_by_default() {
     }
     for typ in ["at+jwt", "application/at+jwt", "AT+JWT"] {
         assert_accepted(&app, &signed(Some(typ)), typ).await;
-    }
-}
-
-#[tokio::test]
-async fn forged_and_misissued_tokens_get_invalid_token() {
-    let app = TestApp::new().await;
-    for (case, token) in forged_tokens() {
-        assert_refused(&app, &format!("Bearer {token}"), INVALID_TOKEN, case).await;
     }
 }
 

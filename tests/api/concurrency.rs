@@ -19,16 +19,16 @@ static ONE_AT_A_TIME: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(())
 /// `PerExecutionEnvironmentMaxConcurrency`, as Managed Instances are configured.
 const MAX_CONCURRENCY: usize = 8;
 
-/// The function's binary, JSON logs at INFO, `AWS_LAMBDA_MAX_CONCURRENCY` if given.
+/// The function's binary, with `AWS_LAMBDA_MAX_CONCURRENCY` if given.
 async fn start_function(
     app: &TestApp,
     max_concurrency: Option<usize>,
     extra: &[(&str, &str)],
 ) -> LambdaProcess {
     let limit = max_concurrency.map(|limit| limit.to_string());
-    let mut vars = vec![("AWS_LAMBDA_LOG_FORMAT", "JSON"), ("AWS_LAMBDA_LOG_LEVEL", "INFO")];
-    vars.extend(limit.as_deref().map(|limit| ("AWS_LAMBDA_MAX_CONCURRENCY", limit)));
-    crate::start_function(app, &[vars.as_slice(), extra].concat()).await
+    let vars: Vec<_> =
+        limit.iter().map(|limit| ("AWS_LAMBDA_MAX_CONCURRENCY", &limit[..])).collect();
+    crate::start_function(app, &[&vars[..], extra].concat()).await
 }
 
 /// POSTs of these new ids for erin, each with a token signed by `key`.
@@ -81,6 +81,9 @@ fn mixed_requests() -> Vec<(Kind, String)> {
     (0..64).map(|n| requests[(n * 27) % 64].clone()).collect()
 }
 
+/// alice's plants, there before the requests.
+const ALICES: [(i64, &str); 3] = [(1, "Fern"), (2, "Aloe"), (3, "Ivy")];
+
 /// Each answer the contract's for its kind; the table what the accepted wrote.
 async fn assert_contract_answers(app: &TestApp, answers: &[(Kind, TestResponse)]) {
     let mut conflict_winner = None;
@@ -114,16 +117,11 @@ async fn assert_contract_answers(app: &TestApp, answers: &[(Kind, TestResponse)]
     }
     eprintln!("statuses by kind: {statuses:?}");
     assert_eq!(statuses["Conflict"], BTreeMap::from([(200, 1), (409, 7)]));
-    let mut expected = vec![
-        json!({"owner": "alice", "id": 1, "name": "Fern"}),
-        json!({"owner": "alice", "id": 2, "name": "Aloe"}),
-        json!({"owner": "alice", "id": 3, "name": "Ivy"}),
-    ];
-    for id in 1..=16 {
-        expected.push(json!({"owner": "bob", "id": id, "name": format!("plant {id}")}));
-    }
-    expected.push(json!({"owner": "carol", "id": 1, "name": "Ivy", "tag": "climber"}));
-    expected.push(json!({"owner": "dave", "id": 1, "name": conflict_winner.unwrap()}));
+    let alice = ALICES.map(|(id, name)| json!({"owner": "alice", "id": id, "name": name}));
+    let bob = (1..=16).map(|id| json!({"owner": "bob", "id": id, "name": format!("plant {id}")}));
+    let carol = json!({"owner": "carol", "id": 1, "name": "Ivy", "tag": "climber"});
+    let dave = json!({"owner": "dave", "id": 1, "name": conflict_winner.unwrap()});
+    let expected: Vec<Value> = alice.into_iter().chain(bob).chain([carol, dave]).collect();
     assert_eq!(app.stored_items().await, expected);
 }
 
@@ -153,7 +151,7 @@ fn assert_one_whole_line_per_request(function: &LambdaProcess, invoked: &[Invoke
 /// answer, the table and the log checked; the most held at once.
 async fn serve_the_mix(max_concurrency: Option<usize>) -> usize {
     let app = TestApp::new().await;
-    for (id, name) in [(1, "Fern"), (2, "Aloe"), (3, "Ivy")] {
+    for (id, name) in ALICES {
         app.create("alice", json!({"id": id, "name": name})).await;
     }
     let function = start_function(&app, max_concurrency, &[]).await;

@@ -67,15 +67,10 @@ async fn every_sample_event_gets_its_expected_response_from_the_bootstrap() {
     events.sort();
     assert!(!events.is_empty(), "no events under events/");
     // Every fixture is replayed, and every one that fails is named.
-    let results: Vec<Vec<String>> = futures::stream::iter(&events)
-        .map(|event| replay(event))
-        .buffered(events.len())
-        .collect()
-        .await;
-    let failures: Vec<String> = events
-        .iter()
-        .zip(results)
-        .filter(|(_, differences)| !differences.is_empty())
+    let replays = futures::stream::iter(&events).map(|event| replay(event));
+    let results: Vec<Vec<String>> = replays.buffered(events.len()).collect().await;
+    let failed = events.iter().zip(results).filter(|(_, differences)| !differences.is_empty());
+    let failures: Vec<String> = failed
         .map(|(event, differences)| format!("{}:\n  {}", event.display(), differences.join("\n  ")))
         .collect();
     let (failed, all, failures) = (failures.len(), events.len(), failures.join("\n"));

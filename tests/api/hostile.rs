@@ -4,45 +4,26 @@
 use plant_store_testkit::{ApiGatewayEvent, EDGES, TestApp, bearer, operations, token};
 use serde_json::{Value, json};
 
-struct Case {
-    name: String,
-    /// The event, as Lambda delivers it.
-    request: String,
-    status: u16,
-    /// For a 4xx: what the message must mention.
-    mentions: &'static str,
-}
-
 fn post(body: impl Into<String>) -> String {
-    post_as(Some("application/json"), body)
+    post_as("application/json", body)
 }
 
-fn post_as(content_type: Option<&str>, body: impl Into<String>) -> String {
-    let mut request =
-        ApiGatewayEvent::new("POST", "/plants").header("authorization", &bearer("alice"));
-    if let Some(content_type) = content_type {
-        request = request.header("content-type", content_type);
-    }
-    request.body(&body.into()).event()
+fn post_as(content_type: &str, body: impl Into<String>) -> String {
+    let post = ApiGatewayEvent::new("POST", "/plants").header("authorization", &bearer("alice"));
+    post.header("content-type", content_type).body(&body.into()).event()
 }
 
 fn get(query: &str) -> String {
-    ApiGatewayEvent::new("GET", &format!("/plants?{query}"))
-        .header("authorization", &bearer("alice"))
-        .event()
+    ApiGatewayEvent::list_plants(&bearer("alice"), query).event()
 }
 
-/// A REST API event from events/ with this body base64-encoded, as binary.
+/// A REST API event with this body base64-encoded, as binary.
 fn binary_post(bytes: &[u8]) -> String {
     use base64::Engine;
-    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/events/rest-api/create-plant.json");
-    let mut event: Value = serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
-    let authorization = bearer("alice");
-    event["headers"] = json!({"Authorization": authorization, "Content-Type": "application/json"});
-    event["multiValueHeaders"] =
-        json!({"Authorization": [authorization], "Content-Type": ["application/json"]});
-    event["body"] = json!(base64::engine::general_purpose::STANDARD.encode(bytes));
-    event["isBase64Encoded"] = json!(true);
+    let event = ApiGatewayEvent::create_plant(&bearer("alice"), "").event_as("rest-api");
+    let mut event: Value = serde_json::from_str(&event).unwrap();
+    let body = base64::engine::general_purpose::STANDARD.encode(bytes);
+    (event["body"], event["isBase64Encoded"]) = (json!(body), json!(true));
     event.to_string()
 }
 
@@ -50,23 +31,15 @@ fn nested(levels: usize) -> String {
     format!(r#"{{"id": 1, "name": "deep", "extra": {}{}}}"#, "[".repeat(levels), "]".repeat(levels))
 }
 
-/// The cases, each added with what it must get.
+/// The cases, each with what it must get: its name, the event as Lambda
+/// delivers it, the status and, for a 4xx, what the message must mention.
 #[derive(Default)]
-struct Cases(Vec<Case>);
+struct Cases(Vec<(String, String, u16, &'static str)>);
 
 impl Cases {
     fn add(&mut self, name: &str, request: String, status: u16, mentions: &'static str) {
-        let name = name.to_owned();
-        self.0.push(Case { name, request, status, mentions });
+        self.0.push((name.to_owned(), request, status, mentions));
     }
-}
-
-fn cases() -> Vec<Case> {
-    let mut cases = Cases::default();
-    body_cases(&mut cases);
-    field_cases(&mut cases);
-    query_and_authorization_cases(&mut cases);
-    cases.0
 }
 
 /// Broken or wrongly shaped bodies, and their sizes and content types.
@@ -107,7 +80,7 @@ fn body_cases(cases: &mut Cases) {
         "json",
     ];
     for content_type in types {
-        let request = post_as(Some(content_type), r#"{"id": 1, "name": "Fern"}"#);
+        let request = post_as(content_type, r#"{"id": 1, "name": "Fern"}"#);
         cases.add(&format!("Content-Type {content_type:?}"), request, 415, "Content-Type");
     }
 }
@@ -161,32 +134,29 @@ fn field_cases(cases: &mut Cases) {
 fn query_and_authorization_cases(cases: &mut Cases) {
     // Every kind of bad `limit` the contract names.
     let limits = ["0", "-1", "1001", "01000", "1.5", "abc", "", "1e2", "%2B5", "%205", "5&limit=6"];
-    for query in limits
-        .map(|limit| format!("limit={limit}"))
-        .iter()
-        .chain(&["limit=99999999999999999999".to_owned()])
-    {
-        cases.add(&format!("GET {query}"), get(query), 400, "`limit`");
+    for limit in limits.into_iter().chain(["99999999999999999999"]) {
+        cases.add(&format!("GET limit={limit}"), get(&format!("limit={limit}")), 400, "`limit`");
     }
-    let token_in_query =
-        ApiGatewayEvent::new("POST", &format!("/plants?access_token={}", token("alice")))
-            .body(r#"{"id": 1, "name": "x"}"#)
-            .event();
-    cases.add("token in the query, not the header", token_in_query, 401, "Authorization");
+    let query = format!("/plants?access_token={}", token("alice"));
+    let token_in_query = ApiGatewayEvent::new("POST", &query).body(r#"{"id": 1, "name": "x"}"#);
+    cases.add("token in the query, not the header", token_in_query.event(), 401, "Authorization");
 }
 
 #[tokio::test]
 async fn hostile_requests_get_the_right_4xx_and_write_nothing() {
     let app = TestApp::new().await;
-    let cases = cases();
-    let rejections = cases.iter().filter(|case| case.status >= 400).count();
+    let mut cases = Cases::default();
+    body_cases(&mut cases);
+    field_cases(&mut cases);
+    query_and_authorization_cases(&mut cases);
+    let rejections = cases.0.iter().filter(|case| case.2 >= 400).count();
     assert!(rejections >= 40, "only {rejections} hostile cases");
-    for case in cases {
-        let response = app.invoke(&case.request).await;
-        assert_eq!(response.status, case.status, "{}: {}", case.name, response.body);
-        assert_eq!(response.header("content-type"), Some("application/json"), "{}", case.name);
-        if case.status >= 400 {
-            response.assert_error(case.status, case.mentions);
+    for (name, request, status, mentions) in cases.0 {
+        let response = app.invoke(&request).await;
+        assert_eq!(response.status, status, "{name}: {}", response.body);
+        assert_eq!(response.header("content-type"), Some("application/json"), "{name}");
+        if status >= 400 {
+            response.assert_error(status, mentions);
         }
     }
     let stored: Vec<i64> =
@@ -204,12 +174,8 @@ async fn every_operations_example_is_answered_alike_in_each_events_shape() {
             let app = TestApp::new().await;
             let request = ApiGatewayEvent::example(&operation, Some(&bearer("alice")));
             let response = app.invoke(&request.event_as(edge)).await;
-            assert!(
-                operation.statuses.contains(&response.status),
-                "{}: {}",
-                operation.id,
-                response.body
-            );
+            let (id, body) = (&operation.id, &response.body);
+            assert!(operation.statuses.contains(&response.status), "{id}: {body}");
             answers.push((response.status, response.body, app.stored_items().await));
         }
         assert!(answers.windows(2).all(|pair| pair[0] == pair[1]), "{}: {answers:?}", operation.id);

@@ -12,6 +12,7 @@ use plant_store::auth::Access;
 use plant_store::domain::limits::MAX_HEADER_BYTES;
 use plant_store::error::ApiError;
 use plant_store::route::OPERATIONS;
+use plant_store_testkit::documented::operations_of;
 use plant_store_testkit::fault_proxy::{Fault, FaultProxy};
 use plant_store_testkit::{TestApp, bearer};
 use serde_json::{Map, Value, json};
@@ -52,18 +53,12 @@ pub(crate) fn sources() -> [Value; 3] {
 
 /// openapi.yaml's operations, as the router's table states them.
 fn documented(spec: &Value) -> Map<String, Value> {
-    let mut documented = Map::new();
-    for (path, item) in spec["paths"].as_object().unwrap() {
-        for (method, operation) in item.as_object().unwrap() {
-            let statuses = operation["responses"].as_object().unwrap().keys();
-            let statuses: Vec<u16> = statuses.filter_map(|status| status.parse().ok()).collect();
-            let access = &operation["security"][0]["bearerAuth"];
-            let facts =
-                json!({"id": operation["operationId"], "access": access, "statuses": statuses});
-            documented.insert(format!("{} {path}", method.to_uppercase()), facts);
-        }
-    }
-    documented
+    let operations = operations_of(spec).into_iter().map(|operation| {
+        let (id, statuses) = (operation.id, operation.statuses);
+        let facts = json!({"id": id, "access": [operation.access], "statuses": statuses});
+        (format!("{} {}", operation.method, operation.path), facts)
+    });
+    operations.collect()
 }
 
 fn statuses(facts: &Value) -> BTreeSet<u64> {
@@ -204,6 +199,7 @@ async fn the_router_the_functions_errors_and_the_gateways_answers_agree_with_ope
 /// One of each kind of disagreement: in openapi.yaml (0), template.yaml (1)
 /// or the router's table (2), the value at a JSON pointer set (`null`:
 /// removed).
+#[rustfmt::skip]
 const CHANGES: [(&str, usize, &str, &str); 17] = [
     ("POST undocumented", 0, "/paths/~1plants/post", "null"),
     ("an operation documented only", 0, "/paths/~1no-operation", r#"{"put": {"responses": {}}}"#),
@@ -211,33 +207,18 @@ const CHANGES: [(&str, usize, &str, &str); 17] = [
     ("GET's 400 undocumented", 0, "/paths/~1plants/get/responses/400", "null"),
     ("GET documents 409", 0, "/paths/~1plants/get/responses/409", "{}"),
     ("GET named getPlants", 0, "/paths/~1plants/get/operationId", r#""getPlants""#),
-    ("the function's 404 with another message", 0, NO_ROUTE, r#""Not here.""#),
-    ("RESOURCE_NOT_FOUND's example gone", 0, RESOURCE_NOT_FOUND, "null"),
-    ("THROTTLED with 503", 1, THROTTLED, "503"),
-    ("WAF_FILTERED with another message", 1, WAF_FILTERED, r#""{\"error\": 403}""#),
-    ("a gateway response type without an example", 1, QUOTA_EXCEEDED, QUOTA),
-    ("the firewall's body with another message", 1, RATE_LIMITED, r#""{\"error\": 429}""#),
-    ("the firewall keys what it cannot inspect", 1, OVERSIZE, r#""CONTINUE""#),
-    ("the firewall inspects another size", 1, INSPECTED_SIZE, "16384"),
+    ("the function's 404 with another message", 0, "/components/responses/NotFound/content/application~1json/examples/no_route/value/message", r#""Not here.""#),
+    ("RESOURCE_NOT_FOUND's example gone", 0, "/components/responses/NotFound/content/application~1json/examples/RESOURCE_NOT_FOUND", "null"),
+    ("THROTTLED with 503", 1, "/Resources/PlantsRestApi/Properties/GatewayResponses/THROTTLED/StatusCode", "503"),
+    ("WAF_FILTERED with another message", 1, "/Resources/PlantsRestApi/Properties/GatewayResponses/WAF_FILTERED/ResponseTemplates/application~1json", r#""{\"error\": 403}""#),
+    ("a gateway response type without an example", 1, "/Resources/PlantsRestApi/Properties/GatewayResponses/QUOTA_EXCEEDED", r#"{"StatusCode": 429, "ResponseTemplates": {"application/json": "{\"error\": 429}"}}"#),
+    ("the firewall's body with another message", 1, "/Resources/WebAcl/Properties/CustomResponseBodies/RATE_LIMITED/Content", r#""{\"error\": 429}""#),
+    ("the firewall keys what it cannot inspect", 1, "/Resources/WebAcl/Properties/Rules/1/Statement/SizeConstraintStatement/FieldToMatch/Headers/OversizeHandling", r#""CONTINUE""#),
+    ("the firewall inspects another size", 1, "/Resources/WebAcl/Properties/Rules/1/Statement/SizeConstraintStatement/Size", "16384"),
     ("an operation routed only", 2, "/PUT ~1no-operation", r#"{"id": "none", "statuses": []}"#),
-    ("an example naming no error", 0, OTHER_CONTENT, r#"{"Conflicting": 7}"#),
+    ("an example naming no error", 0, "/components/responses/Conflict/content/application~1json/examples/other_content/x-error", r#"{"Conflicting": 7}"#),
     ("GET routed to answer 409", 2, "/GET ~1plants/statuses/0", "409"),
 ];
-const OTHER_CONTENT: &str =
-    "/components/responses/Conflict/content/application~1json/examples/other_content/x-error";
-const QUOTA: &str =
-    r#"{"StatusCode": 429, "ResponseTemplates": {"application/json": "{\"error\": 429}"}}"#;
-const NO_ROUTE: &str =
-    "/components/responses/NotFound/content/application~1json/examples/no_route/value/message";
-const RESOURCE_NOT_FOUND: &str =
-    "/components/responses/NotFound/content/application~1json/examples/RESOURCE_NOT_FOUND";
-const THROTTLED: &str = "/Resources/PlantsRestApi/Properties/GatewayResponses/THROTTLED/StatusCode";
-const WAF_FILTERED: &str = "/Resources/PlantsRestApi/Properties/GatewayResponses/WAF_FILTERED/ResponseTemplates/application~1json";
-const QUOTA_EXCEEDED: &str = "/Resources/PlantsRestApi/Properties/GatewayResponses/QUOTA_EXCEEDED";
-const OVERSIZE: &str = "/Resources/WebAcl/Properties/Rules/1/Statement/SizeConstraintStatement/FieldToMatch/Headers/OversizeHandling";
-const INSPECTED_SIZE: &str =
-    "/Resources/WebAcl/Properties/Rules/1/Statement/SizeConstraintStatement/Size";
-const RATE_LIMITED: &str = "/Resources/WebAcl/Properties/CustomResponseBodies/RATE_LIMITED/Content";
 
 /// Each change is found (and printed: `--nocapture`).
 #[tokio::test]
@@ -285,10 +266,8 @@ pub(crate) fn caller_key(authorization: &str) -> String {
     transformations.iter().fold(authorization.to_owned(), transform)
 }
 
-/// The DynamoDB calls template.yaml grants the function (`FunctionCalls`,
-/// its policy's and the VPC endpoint's) are those its store makes, each
-/// seen on its way to DynamoDB Local: a create's every path (the count, the
-/// put, the place given back, the read at the bound), a listing, the warm-up.
+/// template.yaml's `FunctionCalls` (its policy's and VPC endpoint's) are the
+/// calls the store makes on a create's every path, a listing and the warm-up.
 #[tokio::test]
 async fn the_template_grants_exactly_the_calls_the_store_makes() {
     let proxy = FaultProxy::start(&TestApp::dynamodb_url(), &[], Fault::PassThrough).await;

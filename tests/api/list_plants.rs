@@ -26,12 +26,8 @@ async fn create_plants(app: &TestApp, owner: &str, ids: impl IntoIterator<Item =
 async fn put_raw(app: &TestApp, id: impl ToString, attributes: Vec<(&str, AttributeValue)>) {
     let put = app.client.put_item().table_name(&app.table).item("owner", S("alice".into()));
     let put = put.item("id", N(id.to_string()));
-    attributes
-        .into_iter()
-        .fold(put, |put, (name, value)| put.item(name, value))
-        .send()
-        .await
-        .unwrap();
+    let put = attributes.into_iter().fold(put, |put, (name, value)| put.item(name, value));
+    put.send().await.unwrap();
 }
 
 /// The target of a `Link: <target>; rel="next"` header.
@@ -110,12 +106,9 @@ async fn plants_added_between_pages_do_not_repeat_or_hide_others() {
 async fn a_cursor_taken_by_one_owner_only_moves_within_the_callers_plants() {
     let app = TestApp::new().await;
     create_plants(&app, "alice", 1..=10).await;
-    futures::stream::iter(1..=10)
-        .for_each_concurrent(10, |id| {
-            let app = &app;
-            async move { app.create("bob", json!({"id": id, "name": format!("bob's {id}")})).await }
-        })
-        .await;
+    for id in 1..=10 {
+        app.create("bob", json!({"id": id, "name": format!("bob's {id}")})).await;
+    }
     let alices_page = app.get(&bearer("alice"), "limit=5").await;
     let alices_next = next_link(&alices_page).unwrap();
     let bobs_view = get_path(&app, "bob", &alices_next).await;
@@ -211,9 +204,7 @@ const LAMBDA_RESPONSE_BYTES: usize = 6 * 1024 * 1024;
 #[tokio::test]
 async fn limit_defaults_to_100_and_allows_up_to_1000() {
     let app = TestApp::new().await;
-    for id in 0..101 {
-        app.create("alice", json!({"id": id, "name": "p"})).await;
-    }
+    create_plants(&app, "alice", 0..101).await;
     for (query, plants) in [("", 100), ("limit=1000", 101), ("limit=1", 1), ("limit=0010", 10)] {
         let listed = app.get(&bearer("alice"), query).await;
         assert_eq!(listed.body.as_array().unwrap().len(), plants, "{query:?}");

@@ -4,23 +4,20 @@
 // joins with the crate's next build (adding an operation changes src/).
 automod::dir!("tests/api");
 
-/// The function's `bootstrap`: `PLANT_STORE_BOOTSTRAP` (split at spaces:
-/// the artifact under qemu-user), else this build's binary.
-pub fn bootstrap_command() -> Vec<String> {
-    match std::env::var("PLANT_STORE_BOOTSTRAP") {
-        Ok(command) => command.split_whitespace().map(str::to_owned).collect(),
-        Err(_) => vec![env!("CARGO_BIN_EXE_plant-store").to_owned()],
-    }
-}
-
-/// The function's `bootstrap` under the Runtime API stand-in, with `vars`.
+/// The function's `bootstrap` under the Runtime API stand-in, logging JSON
+/// (as template.yaml sets), with `vars`: `PLANT_STORE_BOOTSTRAP` (split at
+/// spaces: the artifact under qemu-user), else this build's binary.
 pub async fn start_function(
     app: &plant_store_testkit::TestApp,
     vars: &[(&str, &str)],
 ) -> plant_store_testkit::runtime_api::LambdaProcess {
+    let command = match std::env::var("PLANT_STORE_BOOTSTRAP") {
+        Ok(command) => command.split_whitespace().map(str::to_owned).collect(),
+        Err(_) => vec![env!("CARGO_BIN_EXE_plant-store").to_owned()],
+    };
     let mut env = app.function_env();
-    for (name, value) in vars {
+    for (name, value) in [("AWS_LAMBDA_LOG_FORMAT", "JSON")].iter().chain(vars) {
         env.set(name, value);
     }
-    plant_store_testkit::runtime_api::LambdaProcess::start(&bootstrap_command(), &env, None).await
+    plant_store_testkit::runtime_api::LambdaProcess::start(&command, &env, None).await
 }

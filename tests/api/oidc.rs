@@ -18,7 +18,6 @@ async fn function(app: &TestApp, issuer: &str, audience: &str, jwks: &str) -> La
         ("AUTH_AUDIENCE", audience),
         ("AUTH_JWKS_URL", jwks),
         ("AUTH_JWKS", ""),
-        ("AWS_LAMBDA_LOG_FORMAT", "JSON"),
         ("AUTH_ALLOW_LOOPBACK_HTTP", "true"),
     ];
     crate::start_function(app, &vars).await

@@ -46,10 +46,8 @@ async fn assert_each_may_read_and_write(
     }
 }
 
-/// Each operation of openapi.yaml needs the scope of its access: the other
-/// access's token gets 403 naming it, before the body is looked at (not
-/// 415 or 413) or the store called; its own passes to a status the
-/// operation documents. Neither implies the other.
+/// Each operation needs its access's scope: the other's gets 403 naming it
+/// before the body (not 415 or 413) or the store; its own, a documented status.
 #[tokio::test]
 async fn each_operation_needs_the_scope_of_its_access_and_no_other() {
     let app = app_requiring_scopes().await;
@@ -76,14 +74,13 @@ async fn each_operation_needs_the_scope_of_its_access_and_no_other() {
 }
 
 #[tokio::test]
-async fn both_claims_in_every_form_grant_their_scopes() {
-    let app = app_requiring_scopes().await;
+async fn both_claims_in_every_form_grant_their_scopes_and_with_scopes_off_none_matters() {
     let both = format!("{READ} {WRITE}");
-    assert_each_may_read_and_write(
-        &app,
-        [("scope", json!(both)), ("scp", json!(both)), ("scp", json!([READ, WRITE]))],
-    )
-    .await;
+    let forms = [("scope", json!(both)), ("scp", json!(both)), ("scp", json!([READ, WRITE]))];
+    assert_each_may_read_and_write(&app_requiring_scopes().await, forms).await;
+    let unscoped = [("scope", json!("openid")), ("scope", json!(5)), ("scp", json!({"a": [1]}))];
+    let unscoped = unscoped.into_iter().chain([("scp", Value::Null)]);
+    assert_each_may_read_and_write(&TestApp::new().await, unscoped).await;
 }
 
 #[tokio::test]
@@ -134,21 +131,6 @@ async fn a_repeated_scope_claim_counts_by_its_last_value() {
     // With scopes off, a repeated claim refuses no token.
     let app = TestApp::new().await;
     assert_eq!(app.get(&sign(vec![READ, WRITE]), "").await.status, 200);
-}
-
-#[tokio::test]
-async fn with_scopes_off_the_claims_change_nothing() {
-    let app = TestApp::new().await;
-    assert_each_may_read_and_write(
-        &app,
-        [
-            ("scope", json!("openid")),
-            ("scope", json!(5)),
-            ("scp", json!({"a": [1]})),
-            ("scp", Value::Null),
-        ],
-    )
-    .await;
 }
 
 #[tokio::test]

@@ -30,7 +30,7 @@ struct Function {
 
 async fn function() -> Function {
     let app = TestApp::new().await;
-    let process = crate::start_function(&app, &[("AWS_LAMBDA_LOG_FORMAT", "JSON")]).await;
+    let process = crate::start_function(&app, &[]).await;
     process.invoke(&ApiGatewayEvent::list_plants(&bearer("alice"), "").event()).await;
     let lines = process.output().into_iter().filter_map(|l| serde_json::from_str::<Value>(&l).ok());
     let emf = lines.into_iter().find(|line| line.get("_aws").is_some()).unwrap();
