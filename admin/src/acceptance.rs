@@ -2,7 +2,7 @@
 //! deployment, as two owners; it names the first broken rule, never prints
 //! a token, and reports what it leaves in the table ([`Report`]).
 
-use std::time::{SystemTime, UNIX_EPOCH};
+use std::time::UNIX_EPOCH;
 
 use base64::Engine;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
@@ -22,10 +22,15 @@ const OVERSIZED_NAME_LENGTH: usize = 16 * 1024 + 1;
 const PAGE_SIZE: usize = 2;
 const MAX_PAGES: usize = 5_000;
 
+/// A rule, as the suite names it.
+type Rule = &'static str;
+/// A check's outcome: the first rule broken, if any.
+type Checked<T = ()> = Result<T, Failure>;
+
 /// The first rule the API broke, and what it answered.
 #[derive(Debug)]
 pub struct Failure {
-    pub rule: &'static str,
+    pub rule: Rule,
     pub detail: String,
 }
 
@@ -38,7 +43,7 @@ impl std::fmt::Display for Failure {
 /// What a run checked, the first rule broken if any, and what it wrote.
 #[derive(Debug)]
 pub struct Report {
-    pub passed: Vec<&'static str>,
+    pub passed: Vec<Rule>,
     pub broken: Option<Failure>,
     pub left_behind: Vec<String>,
 }
@@ -50,7 +55,9 @@ pub async fn run(base_url: &str, token_a: &str, token_b: &str) -> Report {
         api: Api::new(base_url),
         a: Caller::new(token_a),
         b: Caller::new(token_b),
-        run: run_id(),
+        // Milliseconds since the epoch times 1000: runs never share ids
+        // (a few per run) and stay far inside int64.
+        run: UNIX_EPOCH.elapsed().map_or(0, |since| since.as_millis() as i64 * 1000),
         passed: Vec::new(),
     };
     let broken = suite.run_all().await.err();
@@ -63,14 +70,6 @@ pub async fn run(base_url: &str, token_a: &str, token_b: &str) -> Report {
         format!("owner {b}: plant {first} named \"acceptance {run} other owner\""),
     ];
     Report { passed: suite.passed, broken, left_behind }
-}
-
-/// A run's first id: milliseconds since the epoch times 1000, so runs never
-/// share ids (three per run) and stay far inside int64.
-fn run_id() -> i64 {
-    let millis =
-        SystemTime::now().duration_since(UNIX_EPOCH).expect("the clock is after 1970").as_millis();
-    i64::try_from(millis).expect("milliseconds fit in i64") * 1000
 }
 
 /// A caller of the API under test: its `Authorization` and who it is.
@@ -98,11 +97,11 @@ struct Suite {
     a: Caller,
     b: Caller,
     run: i64,
-    passed: Vec<&'static str>,
+    passed: Vec<Rule>,
 }
 
 impl Suite {
-    async fn run_all(&mut self) -> Result<(), Failure> {
+    async fn run_all(&mut self) -> Checked {
         self.creates_and_retries().await?;
         self.isolates_owners().await?;
         self.pages_to_the_end().await?;
@@ -111,7 +110,7 @@ impl Suite {
         self.rejects().await
     }
 
-    fn passed(&mut self, rule: &'static str) {
+    fn passed(&mut self, rule: Rule) {
         println!("ok  {rule}");
         self.passed.push(rule);
     }
@@ -129,7 +128,7 @@ impl Suite {
         (plant, answer)
     }
 
-    async fn creates_and_retries(&mut self) -> Result<(), Failure> {
+    async fn creates_and_retries(&mut self) -> Checked {
         const RULE: &str = "POST /plants creates a plant and answers it without its id";
         for n in 1..=3 {
             let (plant, answer) = self.plant(n);
@@ -152,7 +151,7 @@ impl Suite {
         Ok(())
     }
 
-    async fn isolates_owners(&mut self) -> Result<(), Failure> {
+    async fn isolates_owners(&mut self) -> Checked {
         const RULE: &str = "another owner sees none of these plants and may use the same id";
         let listing = self.list_all(&self.b.authorization, RULE).await?;
         let marker = format!("acceptance {} plant", self.run);
@@ -168,7 +167,7 @@ impl Suite {
         Ok(())
     }
 
-    async fn pages_to_the_end(&mut self) -> Result<(), Failure> {
+    async fn pages_to_the_end(&mut self) -> Checked {
         const RULE: &str = "GET /plants pages through Link: every plant once, by id, unchanged";
         let listing = self.list_all(&self.a.authorization, RULE).await?;
         let marker = format!("acceptance {} ", self.run);
@@ -191,11 +190,7 @@ impl Suite {
     /// Every plant of an owner, following `Link: <...>; rel="next"` from
     /// `GET /plants?limit=2`; each page is a JSON array of at most 2 plants,
     /// and a page that is not the last has exactly 2.
-    async fn list_all(
-        &self,
-        authorization: &str,
-        rule: &'static str,
-    ) -> Result<Vec<Value>, Failure> {
+    async fn list_all(&self, caller: &str, rule: Rule) -> Checked<Vec<Value>> {
         let mut plants = Vec::new();
         let mut target = Some(format!("/plants?limit={PAGE_SIZE}"));
         let mut pages = 0;
@@ -205,7 +200,7 @@ impl Suite {
                 let detail = format!("Link still pointed onwards after {MAX_PAGES} pages");
                 return Err(Failure { rule, detail });
             }
-            let response = self.api.get(authorization, &path).await;
+            let response = self.api.get(caller, &path).await;
             let page = response.expect_status(rule, StatusCode::OK)?;
             let Some(page) = page.as_array() else {
                 return Err(response.failure(rule, "the body is not a JSON array"));
@@ -223,9 +218,10 @@ impl Suite {
     /// What every operation of openapi.yaml answers its example request:
     /// 401 without a token or with a broken one; as owner A, one of the
     /// statuses it documents.
-    async fn every_operation(&mut self) -> Result<(), Failure> {
+    async fn every_operation(&mut self) -> Checked {
         let a = self.a.authorization.clone();
-        let tampered = tamper(&a);
+        // The same credential with its signature's last character changed.
+        let tampered = a[..a.len() - 1].to_owned() + if a.ends_with('A') { "B" } else { "A" };
         #[rustfmt::skip]
         let rules = [
             ("every operation, without a token: 401 with WWW-Authenticate: Bearer realm=\"plants\"", None, Some(CHALLENGE)),
@@ -259,7 +255,7 @@ impl Suite {
 
     /// On each operation's path, a method it does not document: 405 with
     /// `Allow` naming those it does.
-    async fn other_methods(&mut self) -> Result<(), Failure> {
+    async fn other_methods(&mut self) -> Checked {
         const RULE: &str =
             "a method its path does not document: 405 with Allow naming those it does";
         for operation in documented::operations() {
@@ -281,7 +277,7 @@ impl Suite {
     /// Each refusal the contract names: the request (as owner A; a body
     /// with its Content-Type), the status, what the Error body's message
     /// names.
-    async fn rejects(&mut self) -> Result<(), Failure> {
+    async fn rejects(&mut self) -> Checked {
         let (owner_a, run) = (self.a.authorization.clone(), self.run);
         let a = Some(owner_a.as_str());
         let json = |body: Value| Some(("application/json", body));
@@ -314,22 +310,14 @@ fn name(plant: &Value) -> &str {
     plant["name"].as_str().unwrap_or_default()
 }
 
-/// The same `Bearer` credential with its signature's last character changed.
-fn tamper(authorization: &str) -> String {
-    let mut tampered = authorization.to_owned();
-    let last = tampered.pop().unwrap_or('A');
-    tampered.push(if last == 'A' { 'B' } else { 'A' });
-    tampered
-}
-
 /// An HTTP(S) client of the API at a base URL (reqwest).
-pub struct Api {
+struct Api {
     base_url: String,
     client: reqwest::Client,
 }
 
 impl Api {
-    pub fn new(base_url: &str) -> Self {
+    fn new(base_url: &str) -> Self {
         let base_url = base_url.trim_end_matches('/').to_owned();
         Self { base_url, client: reqwest::Client::new() }
     }
@@ -343,6 +331,8 @@ impl Api {
         self.send(Method::GET, path, &[("authorization", authorization)], None).await
     }
 
+    /// `method path` with these headers and body: the status, headers and
+    /// body of the answer, or why there was none.
     async fn send(
         &self,
         method: Method,
@@ -351,27 +341,22 @@ impl Api {
         body: Option<String>,
     ) -> Exchange {
         let request_line = format!("{method} {path}");
-        Exchange { request_line, result: self.request(method, path, headers, body).await }
-    }
-
-    /// `method path` with these headers and body: the status, headers and
-    /// body of the answer, or why there was none.
-    pub async fn request(
-        &self,
-        method: Method,
-        path: &str,
-        headers: &[(&str, &str)],
-        body: Option<String>,
-    ) -> Result<(StatusCode, HeaderMap, String), String> {
         let mut request = self.client.request(method, format!("{}{path}", self.base_url));
         for (name, value) in headers {
             request = request.header(*name, *value);
         }
-        let sent = request.body(body.unwrap_or_default()).send().await;
-        let response = sent.map_err(|error| format!("the request failed: {error}"))?;
-        let (status, headers) = (response.status(), response.headers().clone());
-        let body = response.text().await;
-        Ok((status, headers, body.map_err(|error| format!("reading the body failed: {error}"))?))
+        let result = async {
+            let sent = request.body(body.unwrap_or_default()).send().await;
+            let response = sent.map_err(|error| format!("the request failed: {error}"))?;
+            let (status, headers) = (response.status(), response.headers().clone());
+            let body = response.text().await;
+            Ok((
+                status,
+                headers,
+                body.map_err(|error| format!("reading the body failed: {error}"))?,
+            ))
+        };
+        Exchange { request_line, result: result.await }
     }
 }
 
@@ -382,7 +367,7 @@ struct Exchange {
 }
 
 impl Exchange {
-    fn failure(&self, rule: &'static str, problem: &str) -> Failure {
+    fn failure(&self, rule: Rule, problem: &str) -> Failure {
         let answered = match &self.result {
             Ok((status, headers, body)) => {
                 let mut shown: Vec<String> = headers
@@ -401,7 +386,7 @@ impl Exchange {
 
     /// The body as JSON, if the status is `status` and the response is
     /// `application/json` with a JSON body.
-    fn expect_status(&self, rule: &'static str, status: StatusCode) -> Result<Value, Failure> {
+    fn expect_status(&self, rule: Rule, status: StatusCode) -> Checked<Value> {
         let Ok((actual, headers, body)) = &self.result else {
             return Err(self.failure(rule, "no answer"));
         };
@@ -416,7 +401,7 @@ impl Exchange {
     }
 
     /// One of the statuses the operation documents; a JSON body if below 400.
-    fn expect_documented(&self, rule: &'static str, statuses: &[u16]) -> Result<(), Failure> {
+    fn expect_documented(&self, rule: Rule, statuses: &[u16]) -> Checked {
         let status = self.result.as_ref().map_or(0, |(status, _, _)| status.as_u16());
         if !statuses.contains(&status) {
             return Err(self.failure(rule, &format!("expected one of {statuses:?}")));
@@ -424,12 +409,7 @@ impl Exchange {
         self.expect_status(rule, StatusCode::from_u16(status).unwrap()).map(drop)
     }
 
-    fn expect_json(
-        &self,
-        rule: &'static str,
-        status: StatusCode,
-        expected: &Value,
-    ) -> Result<(), Failure> {
+    fn expect_json(&self, rule: Rule, status: StatusCode, expected: &Value) -> Checked {
         if self.expect_status(rule, status)? != *expected {
             return Err(self.failure(rule, &format!("expected the body {expected}")));
         }
@@ -437,12 +417,7 @@ impl Exchange {
     }
 
     /// The contract's Error body for `status`, its message naming `mentions`.
-    fn expect_error(
-        &self,
-        rule: &'static str,
-        status: StatusCode,
-        mentions: &str,
-    ) -> Result<(), Failure> {
+    fn expect_error(&self, rule: Rule, status: StatusCode, mentions: &str) -> Checked {
         let body = self.expect_status(rule, status)?;
         let message = body["message"].as_str().unwrap_or_default();
         let is_error_body = body["error"] == json!(status.as_u16())
@@ -456,7 +431,7 @@ impl Exchange {
     }
 
     /// The header `name` is `value`; `Allow` names at least its methods.
-    fn expect_header(&self, rule: &'static str, name: &str, value: &str) -> Result<(), Failure> {
+    fn expect_header(&self, rule: Rule, name: &str, value: &str) -> Checked {
         let actual = self.header(name).unwrap_or_default();
         let items = |text: &str| text.split(',').map(|item| item.trim().to_owned()).collect();
         let (wanted, given): (Vec<String>, Vec<String>) = (items(value), items(&actual));
@@ -477,7 +452,7 @@ impl Exchange {
 
     /// The path of `Link: <target>; rel="next"`, if any; the target may be
     /// relative or absolute (an API behind a custom domain).
-    fn next_link(&self, rule: &'static str) -> Result<Option<String>, Failure> {
+    fn next_link(&self, rule: Rule) -> Checked<Option<String>> {
         let Some(link) = self.header("link") else { return Ok(None) };
         let target = link
             .strip_prefix('<')

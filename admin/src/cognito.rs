@@ -10,8 +10,9 @@ use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 
 use crate::acceptance::{self, Report};
 
-/// The suite's shortest password: beyond guessing, within every pool's maximum.
-const PASSWORD_LENGTH: usize = 64;
+/// The suite's passwords' length: the largest minimum a Cognito policy may
+/// set (99), so every pool's is met, and beyond guessing.
+const PASSWORD_LENGTH: usize = 99;
 
 pub struct TestUsers {
     client: Client,
@@ -32,21 +33,11 @@ impl TestUsers {
         Self { client, user_pool_id: user_pool_id.to_owned(), usernames: Vec::new() }
     }
 
-    /// The pool's minimum password length, if it can be read.
-    async fn minimum_password_length(&self) -> Option<usize> {
-        let pool =
-            self.client.describe_user_pool().user_pool_id(&self.user_pool_id).send().await.ok()?;
-        let policy = pool.user_pool()?.policies()?.password_policy()?;
-        usize::try_from(policy.minimum_length()?).ok()
-    }
-
     /// Creates a user named after `label` and this run, with a random
     /// password, and returns an access token from signing it in.
     async fn create_and_sign_in(&mut self, client_id: &str, label: &str) -> Result<String, String> {
         let username = format!("plant-store-acceptance-{}-{label}@example.com", random_text(6));
-        // Cognito's policies allow a minimum of at most 99 characters.
-        let minimum = self.minimum_password_length().await.unwrap_or(99);
-        let password = password(minimum);
+        let password = password();
         let email = |name: &str, value: &str| {
             AttributeType::builder().name(name).value(value).build().expect("name is set")
         };
@@ -80,32 +71,23 @@ impl TestUsers {
             .send()
             .await
             .map_err(failed("signing the test user in"))?;
-        signed_in
-            .authentication_result()
-            .and_then(|result| result.access_token())
-            .map(str::to_owned)
-            .ok_or_else(|| "signing in returned no access token (a challenge?)".to_owned())
+        let token = signed_in.authentication_result().and_then(|result| result.access_token());
+        let no_token = || "signing in gave no access token (a challenge?)".to_owned();
+        token.map(str::to_owned).ok_or_else(no_token)
     }
 
     /// Deletes every user this run created; says which could not be.
     pub async fn delete(self) -> Result<(), String> {
         let mut undeleted = Vec::new();
         for username in &self.usernames {
-            let deleted = self
-                .client
-                .admin_delete_user()
-                .user_pool_id(&self.user_pool_id)
-                .username(username)
-                .send()
-                .await;
-            if let Err(error) = deleted {
+            let delete = self.client.admin_delete_user().user_pool_id(&self.user_pool_id);
+            if let Err(error) = delete.username(username).send().await {
                 undeleted.push(format!("{username} ({})", DisplayErrorContext(error)));
             }
         }
-        if undeleted.is_empty() {
-            Ok(())
-        } else {
-            Err(format!("could not delete the test users {}", undeleted.join(", ")))
+        match undeleted.join(", ") {
+            undeleted if undeleted.is_empty() => Ok(()),
+            undeleted => Err(format!("could not delete the test users {undeleted}")),
         }
     }
 }
@@ -137,13 +119,12 @@ fn failed<E: std::error::Error>(doing: &str) -> impl Fn(E) -> String {
     move |error| format!("{doing} failed: {}", DisplayErrorContext(error))
 }
 
-/// A random password of at least `minimum` (and [`PASSWORD_LENGTH`])
-/// characters, with each class of character a policy may ask for.
-fn password(minimum: usize) -> String {
-    let length = minimum.max(PASSWORD_LENGTH);
+/// A random password of [`PASSWORD_LENGTH`] characters, with each class of
+/// character a policy may ask for.
+fn password() -> String {
     let classes = "aA1!";
-    let mut random = random_text(length);
-    random.truncate(length - classes.len());
+    let mut random = random_text(PASSWORD_LENGTH);
+    random.truncate(PASSWORD_LENGTH - classes.len());
     random + classes
 }
 
@@ -160,17 +141,15 @@ mod tests {
 
     #[test]
     fn passwords_hold_every_class_cognito_may_require_and_are_long_enough() {
-        for minimum in [6, 8, 12, 64, 99] {
-            for _ in 0..50 {
-                let password = password(minimum);
-                assert_eq!(password.len(), minimum.max(PASSWORD_LENGTH));
-                assert!(password.bytes().any(|byte| byte.is_ascii_lowercase()));
-                assert!(password.bytes().any(|byte| byte.is_ascii_uppercase()));
-                assert!(password.bytes().any(|byte| byte.is_ascii_digit()));
-                // Cognito's symbols: ^ $ * . [ ] { } ( ) ? " ! @ # % & / \ , > < ' : ; | _ ~ ` = + -
-                let symbol = |byte| b"^$*.[]{}()?\"!@#%&/\\,><':;|_~`=+-".contains(&byte);
-                assert!(password.bytes().any(symbol));
-            }
+        for _ in 0..50 {
+            let password = password();
+            assert_eq!(password.len(), PASSWORD_LENGTH);
+            assert!(password.bytes().any(|byte| byte.is_ascii_lowercase()));
+            assert!(password.bytes().any(|byte| byte.is_ascii_uppercase()));
+            assert!(password.bytes().any(|byte| byte.is_ascii_digit()));
+            // Cognito's symbols: ^ $ * . [ ] { } ( ) ? " ! @ # % & / \ , > < ' : ; | _ ~ ` = + -
+            let symbol = |byte| b"^$*.[]{}()?\"!@#%&/\\,><':;|_~`=+-".contains(&byte);
+            assert!(password.bytes().any(symbol));
         }
     }
 }

@@ -79,14 +79,10 @@ async fn recount(table: &str, owner: Option<&str>, apply: bool) -> Result<(), St
         let counted = counted.map_or("none".to_owned(), |count| count.to_string());
         println!("{owner}: count {counted}, plants {plants}: {verb} {plants}");
     }
-    println!(
-        "{} owners, {} plants: {} counts right, {} {verb}{}",
-        summary.owners,
-        summary.plants,
-        summary.right,
-        summary.changes.len(),
-        if apply || summary.changes.is_empty() { "" } else { " (a dry run: --apply sets them)" }
-    );
+    let (owners, plants, right) = (summary.owners, summary.plants, summary.right);
+    let set = summary.changes.len();
+    let dry = if apply || set == 0 { "" } else { " (a dry run: --apply sets them)" };
+    println!("{owners} owners, {plants} plants: {right} counts right, {set} {verb}{dry}");
     Ok(())
 }
 

@@ -100,19 +100,10 @@ async fn count_one(client: &Client, table: &str, owner: &str) -> Result<u64, Str
 }
 
 async fn read_count(client: &Client, table: &str, owner: &str) -> Result<Option<u64>, String> {
-    let read = client
-        .get_item()
-        .table_name(table)
-        .set_key(Some(counter_key(owner)))
-        .consistent_read(true)
-        .send()
-        .await
-        .map_err(failed)?;
-    Ok(read
-        .item()
-        .and_then(|item| item.get(PLANT_COUNT))
-        .and_then(|count| count.as_n().ok())
-        .and_then(|count| count.parse().ok()))
+    let read = client.get_item().table_name(table).set_key(Some(counter_key(owner)));
+    let read = read.consistent_read(true).send().await.map_err(failed)?;
+    let count = read.item().and_then(|item| item.get(PLANT_COUNT)?.as_n().ok());
+    Ok(count.and_then(|count| count.parse().ok()))
 }
 
 /// Sets the count, only if it is still what was read: a create that took a
