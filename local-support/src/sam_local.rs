@@ -155,12 +155,8 @@ impl SamLocal {
         let rootfs = context.path().join("rootfs");
         lambda_base_rootfs(&rootfs)?;
         let tar = context.path().join("rootfs.tar");
-        run(Command::new("tar")
-            .args(["--numeric-owner", "--owner=0", "--group=0", "-C"])
-            .arg(&rootfs)
-            .arg("-cf")
-            .arg(&tar)
-            .arg("."))?;
+        let owned_by_root = ["--numeric-owner", "--owner=0", "--group=0", "-C"];
+        run(Command::new("tar").args(owned_by_root).arg(&rootfs).arg("-cf").arg(&tar).arg("."))?;
         // Imported as arm64, so that no engine goes looking for it in a registry.
         output(self.docker().args(["import", "--platform", "linux/arm64"]).arg(&tar).arg(&image))?;
         // Earlier recipes' images, and SAM's invoke image built on one (its

@@ -13,15 +13,11 @@ use plant_store_local_support::{Result, log, root, tools_dir};
 /// AWS_LC_SYS_NO_JITTER_ENTROPY=1 (.cargo/config.toml); its build script
 /// reports the variable it found.
 pub(crate) fn check_no_jitter_entropy(profile_dir: &Path) -> Result {
-    let newest = std::fs::read_dir(profile_dir.join("build"))
-        .into_iter()
-        .flatten()
-        .flatten()
-        .filter(|entry| entry.file_name().to_string_lossy().starts_with("aws-lc-sys-"))
-        .map(|entry| entry.path().join("output"))
-        .filter_map(|output| Some((output.metadata().ok()?.modified().ok()?, output)))
-        .max();
-    let saw_it = newest.is_some_and(|(_, output)| {
+    let dirs = std::fs::read_dir(profile_dir.join("build")).into_iter().flatten().flatten();
+    let aws_lc = dirs.filter(|dir| dir.file_name().to_string_lossy().starts_with("aws-lc-sys-"));
+    let outputs = aws_lc.map(|dir| dir.path().join("output"));
+    let newest = outputs.filter_map(|out| Some((out.metadata().ok()?.modified().ok()?, out)));
+    let saw_it = newest.max().is_some_and(|(_, output)| {
         std::fs::read_to_string(output)
             .is_ok_and(|text| text.contains("AWS_LC_SYS_NO_JITTER_ENTROPY': '1'"))
     });
@@ -61,21 +57,17 @@ pub(crate) fn sam_build() -> Result<Artifact> {
     // What `cargo auditable build` sets for the cargo it runs; here for the
     // one cargo lambda runs.
     sam.env("RUSTC_WORKSPACE_WRAPPER", tools_dir().join("cargo/bin/cargo-auditable"));
-    sam.env(
-        "CARGO_AUDITABLE_ORIG_ARGS",
-        r#"{"offline":false,"locked":true,"frozen":false,"config":[]}"#,
-    );
+    let cargo_args = r#"{"offline":false,"locked":true,"frozen":false,"config":[]}"#;
+    sam.env("CARGO_AUDITABLE_ORIG_ARGS", cargo_args);
     run_logged(&mut sam, &tools_dir().join("sam-build.log"))?;
     check_no_jitter_entropy(&root().join("target/aarch64-unknown-linux-gnu/release"))?;
     let bootstrap = root().join(".aws-sam/build/PlantsFunction/bootstrap");
     check_dependency_list(&bootstrap)?;
     let zip = tools_dir().join("bootstrap.zip");
     let _ = std::fs::remove_file(&zip);
-    run(Command::new("zip")
-        .args(["-q", "-9"])
-        .arg(&zip)
-        .arg("bootstrap")
-        .current_dir(bootstrap.parent().unwrap()))?;
+    let mut zipped = Command::new("zip");
+    zipped.args(["-q", "-9"]).arg(&zip).arg("bootstrap");
+    run(zipped.current_dir(bootstrap.parent().unwrap()))?;
     Ok(Artifact { bootstrap, zip })
 }
 
@@ -84,12 +76,8 @@ fn check_dependency_list(bootstrap: &Path) -> Result {
     let json = auditable_info::json_from_file(bootstrap, Default::default())
         .map_err(|error| format!("the bootstrap carries no dependency list: {error}"))?;
     let list: serde_json::Value = serde_json::from_str(&json)?;
-    let names: Vec<&str> = list["packages"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .filter_map(|package| package["name"].as_str())
-        .collect();
+    let packages = list["packages"].as_array().into_iter().flatten();
+    let names: Vec<&str> = packages.filter_map(|package| package["name"].as_str()).collect();
     if !["plant-store", "aws-sdk-dynamodb", "rustls"].iter().all(|name| names.contains(name)) {
         return Err(format!("the bootstrap's dependency list lacks its crates: {names:?}").into());
     }

@@ -87,12 +87,8 @@ fn run_contract(
     schemathesis("st_hooks", max_examples, "contract-schemathesis.log", &arguments)?;
     if thorough {
         log!("Schemathesis without a token: 401 everywhere");
-        schemathesis(
-            "st_unauthenticated",
-            max_examples / 4 + 1,
-            "contract-schemathesis-401.log",
-            &[],
-        )?;
+        let (examples, log) = (max_examples / 4 + 1, "contract-schemathesis-401.log");
+        schemathesis("st_unauthenticated", examples, log, &[])?;
     }
     acceptance_on_local_stack(url, issuer)
 }

@@ -100,9 +100,7 @@ fn each_flags_help_names_the_default_applied() {
             Xtask::HELP_.split("\nxtask ").find(|s| s.starts_with(&format!("{command}\n")));
         let help = section.and_then(|s| s.split(&format!("{flag} <")).nth(1)).unwrap_or_default();
         let help = help.split("\n\n").next().unwrap_or_default();
-        assert!(
-            help.contains(&format!("({default}")),
-            "{command} {flag}: {help:?}, default {default}"
-        );
+        let named = help.contains(&format!("({default}"));
+        assert!(named, "{command} {flag}: {help:?}, default {default}");
     }
 }

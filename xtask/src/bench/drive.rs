@@ -1,7 +1,6 @@
 //! Driving the functions: cold starts interleaved with warm requests
 //! ([`cold_start`]), their figures handed to `report`.
 
-use std::path::Path;
 use std::sync::OnceLock;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
@@ -26,10 +25,6 @@ fn post_event(template: &Value, plant_id: u64) -> String {
     event["headers"]["content-length"] = body.len().to_string().into();
     event["body"] = body.into();
     event.to_string()
-}
-
-fn command_of(binary: &Path) -> Vec<String> {
-    vec![binary.display().to_string()]
 }
 
 /// `event` through `function`'s `process`, unsampled for X-Ray (as most
@@ -124,7 +119,7 @@ pub(super) async fn cold_start(
     // One warm environment per function, kept for the whole run.
     let mut warm = Vec::new();
     for (function, share) in functions.iter().zip(&shares) {
-        let command = command_of(&function.binary);
+        let command = [function.binary.display().to_string()];
         warm.push(LambdaProcess::start(&command, &function.env, share.as_ref()).await);
     }
     let mut samples: Vec<ColdSamples> = functions.iter().map(|_| Default::default()).collect();
@@ -203,9 +198,8 @@ fn full_cpu_targets(at: &Figures, extra: &serde_json::Map<String, Value>) -> Vec
         let cold = now_over_before("cold_total_ms");
         let label = "cold total, cognito: now / before";
         lines.push(at_most(label, cold, limits::COLD_TOTAL_AGAINST_BEFORE, "x"));
-        let rows = [("warm GET p50", "warm_get_p50_ms"), ("warm POST p50", "warm_post_p50_ms")];
-        let rows = rows.into_iter().chain([("CPU per warm GET", "cpu_get_us")]);
-        let rows = rows.chain([("CPU per warm POST", "cpu_post_us"), ("peak RSS", "peak_rss_mib")]);
+        #[rustfmt::skip]
+        let rows = [("warm GET p50", "warm_get_p50_ms"), ("warm POST p50", "warm_post_p50_ms"), ("CPU per warm GET", "cpu_get_us"), ("CPU per warm POST", "cpu_post_us"), ("peak RSS", "peak_rss_mib")];
         for (label, key) in rows {
             lines.push(figure(
                 &format!("{label}, cognito: now / before"),
@@ -284,7 +278,7 @@ impl Measuring<'_> {
         let count = self.functions.len();
         for index in shuffled(count, round) {
             let function = self.functions[index];
-            let command = command_of(&function.binary);
+            let command = [function.binary.display().to_string()];
             let share = self.shares[index].as_ref();
             let process = LambdaProcess::start(&command, &function.env, share).await;
             let (first, _) = invoke_ok(&process, function, &function.get_event).await?;
