@@ -15,10 +15,12 @@ pub struct Summary {
     pub plants: u64,
     /// Owners whose count was already right.
     pub right: usize,
-    /// Owners whose count was set (or, in a dry run, would be): the owner,
-    /// the count found, and the plants.
-    pub changes: Vec<(String, Option<u64>, u64)>,
+    /// Owners whose count was set (or, in a dry run, would be).
+    pub changes: Vec<Change>,
 }
+
+/// An owner, the count found, and the plants.
+pub type Change = (String, Option<u64>, u64);
 
 fn failed(error: impl std::error::Error) -> String {
     DisplayErrorContext(error).to_string()
@@ -43,10 +45,11 @@ pub async fn recount(
             summary.right += 1;
             continue;
         }
+        let change = (owner, counted, plants);
         if apply {
-            set_count(client, table, &owner, counted, plants).await?;
+            set_count(client, table, &change).await?;
         }
-        summary.changes.push((owner, counted, plants));
+        summary.changes.push(change);
     }
     Ok(summary)
 }
@@ -108,13 +111,8 @@ async fn read_count(client: &Client, table: &str, owner: &str) -> Result<Option<
 
 /// Sets the count, only if it is still what was read: a create that took a
 /// place meanwhile makes this owner's recount fail rather than be lost.
-async fn set_count(
-    client: &Client,
-    table: &str,
-    owner: &str,
-    counted: Option<u64>,
-    plants: u64,
-) -> Result<(), String> {
+async fn set_count(client: &Client, table: &str, change: &Change) -> Result<(), String> {
+    let (owner, counted, plants) = change;
     let update = client
         .update_item()
         .table_name(table)
@@ -122,7 +120,7 @@ async fn set_count(
         .update_expression("SET #plants = :plants")
         .expression_attribute_names("#plants", PLANT_COUNT)
         .expression_attribute_values(":plants", AttributeValue::N(plants.to_string()));
-    let update = match counted {
+    let update = match *counted {
         Some(counted) => update
             .condition_expression("#plants = :counted")
             .expression_attribute_values(":counted", AttributeValue::N(counted.to_string())),

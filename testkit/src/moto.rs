@@ -51,10 +51,8 @@ impl MotoCognito {
         assert!(program.is_file(), "{shown} is missing: scripts/test installs moto's server");
         let port = free_port();
         let mut command = Command::new(program);
-        command
-            .args(["-H", "127.0.0.1", "-p", &port.to_string()])
-            .stdout(Stdio::null())
-            .stderr(Stdio::null());
+        command.args(["-H", "127.0.0.1", "-p", &port.to_string()]);
+        command.stdout(Stdio::null()).stderr(Stdio::null());
         let server = start("moto_server", command, GRACE, None)
             .and_then(|server| wait_for_port(port, &server, START_TIMEOUT).map(|()| server))
             .unwrap_or_else(|error| panic!("{error}"));
@@ -71,26 +69,16 @@ impl MotoCognito {
     /// A pool with `policy`, e-mail addresses as user names, and an app
     /// client that signs users in with their password, as template.yaml's.
     pub async fn create_pool(&self, name: &str, policy: PasswordPolicyType) -> Pool {
-        let pool = self
-            .client
-            .create_user_pool()
-            .pool_name(name)
-            .username_attributes(UsernameAttributeType::Email)
-            .policies(UserPoolPolicyType::builder().password_policy(policy).build())
-            .send()
-            .await
-            .unwrap();
+        let pool = self.client.create_user_pool().pool_name(name);
+        let pool = pool.username_attributes(UsernameAttributeType::Email);
+        let policies = UserPoolPolicyType::builder().password_policy(policy).build();
+        let pool = pool.policies(policies).send().await.unwrap();
         let id = pool.user_pool().and_then(|pool| pool.id()).unwrap().to_owned();
-        let app = self
-            .client
-            .create_user_pool_client()
-            .user_pool_id(&id)
-            .client_name("plant-store-cli")
-            .explicit_auth_flows(ExplicitAuthFlowsType::AllowUserPasswordAuth)
-            .explicit_auth_flows(ExplicitAuthFlowsType::AllowRefreshTokenAuth)
-            .send()
-            .await
-            .unwrap();
+        let app = self.client.create_user_pool_client().user_pool_id(&id);
+        let app = app.client_name("plant-store-cli");
+        let app = app.explicit_auth_flows(ExplicitAuthFlowsType::AllowUserPasswordAuth);
+        let app = app.explicit_auth_flows(ExplicitAuthFlowsType::AllowRefreshTokenAuth);
+        let app = app.send().await.unwrap();
         let client_id = app.user_pool_client().and_then(|app| app.client_id()).unwrap().to_owned();
         Pool { id, client_id }
     }

@@ -34,10 +34,7 @@ impl TestResponse {
         let mut headers = HeaderMap::new();
         for field in ["headers", "multiValueHeaders"] {
             for (name, value) in response[field].as_object().into_iter().flatten() {
-                let values = match value {
-                    Value::Array(values) => values.clone(),
-                    single => vec![single.clone()],
-                };
+                let values = value.as_array().cloned().unwrap_or_else(|| vec![value.clone()]);
                 for value in values {
                     let name: lambda_http::http::HeaderName = name.parse().unwrap();
                     let value = value.as_str().unwrap().parse().unwrap();

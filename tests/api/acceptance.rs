@@ -6,7 +6,7 @@
 use std::sync::Arc;
 
 use aws_sdk_cognitoidentityprovider::types::PasswordPolicyType;
-use lambda_http::http::StatusCode;
+use lambda_http::http::{HeaderValue, StatusCode};
 use plant_store::auth::Verifier;
 use plant_store::config::{AccessTokenRule, KeyConfig, KeyRefresh, TokenRules};
 use plant_store::https::Https;
@@ -36,17 +36,12 @@ async fn serve_over_http(app: Arc<TestApp>, drop_header: Option<&'static str>) -
                 event = event.body(std::str::from_utf8(&body).unwrap());
             }
             let response = app.send(event).await;
-            let headers: Vec<(&str, String)> = response
-                .headers
-                .iter()
-                .filter(|(name, _)| Some(name.as_str()) != drop_header)
-                .map(|(name, value)| (name.as_str(), value.to_str().unwrap().to_owned()))
-                .collect();
-            Reply::Respond(respond(
-                StatusCode::from_u16(response.status).unwrap(),
-                &headers,
-                response.body.to_string(),
-            ))
+            let kept =
+                response.headers.iter().filter(|(name, _)| Some(name.as_str()) != drop_header);
+            let text = |value: &HeaderValue| value.to_str().unwrap().to_owned();
+            let headers: Vec<_> = kept.map(|(name, value)| (name.as_str(), text(value))).collect();
+            let status = StatusCode::from_u16(response.status).unwrap();
+            Reply::Respond(respond(status, &headers, response.body.to_string()))
         }
     });
     format!("http://{address}")
@@ -91,13 +86,8 @@ async fn cognito_app(moto: &MotoCognito, pool: &Pool) -> TestApp {
 async fn the_cognito_mode_creates_signs_in_and_deletes_its_users_on_any_password_policy() {
     let moto = MotoCognito::start().await;
     let policy = |minimum: i32, symbols: bool| {
-        PasswordPolicyType::builder()
-            .minimum_length(minimum)
-            .require_lowercase(true)
-            .require_uppercase(true)
-            .require_numbers(true)
-            .require_symbols(symbols)
-            .build()
+        let policy = PasswordPolicyType::builder().minimum_length(minimum).require_symbols(symbols);
+        policy.require_lowercase(true).require_uppercase(true).require_numbers(true).build()
     };
     // template.yaml's policy, and Cognito's default (symbols required).
     for (name, policy) in [("template", policy(12, false)), ("default", policy(8, true))] {

@@ -105,18 +105,15 @@ fn metrics_read(template: &Value) -> Vec<(String, Vec<String>)> {
 fn metric_drift(template: &Value, directive: &Value) -> Vec<String> {
     let names = directive["Metrics"].as_array().unwrap().iter().map(|metric| &metric["Name"]);
     let (namespace, sets) = (&directive["Namespace"], &directive["Dimensions"]);
-    let written = format!("{namespace} {} by {sets}", json!(names.collect::<Vec<_>>()));
+    let names = json!(names.collect::<Vec<_>>());
+    let written = format!("the function writes {namespace} {names} by {sets}");
     let drift = metrics_read(template).into_iter().filter(|(_, keys)| {
         let (metric, by) = (json!(keys[1]).to_string(), json!(keys[2..]));
         *namespace != keys[0]
             || !written.contains(&metric)
             || !sets.as_array().unwrap().contains(&by)
     });
-    drift
-        .map(|(at, keys)| {
-            format!("template.yaml's {at} reads {keys:?}; the function writes {written}")
-        })
-        .collect()
+    drift.map(|(at, keys)| format!("template.yaml's {at} reads {keys:?}; {written}")).collect()
 }
 
 /// Where the variables the template sets and those the function reads (and

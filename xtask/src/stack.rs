@@ -39,12 +39,8 @@ impl Stack {
 
     /// Creates `table` on DynamoDB Local (`plant-store-admin create-table`).
     pub(crate) fn create_table(&self, table: &str) -> Result {
-        run(self.admin()?.args(["create-table", "--name", table]))
-    }
-
-    /// The operator's commands (`plant-store-admin`) on this stack's DynamoDB.
-    pub(crate) fn admin(&self) -> Result<Command> {
-        Ok(self.env.command(debug_binary("plant-store-admin")?))
+        let mut admin = self.env.command(debug_binary("plant-store-admin")?);
+        run(admin.args(["create-table", "--name", table]))
     }
 
     /// The function under `cargo lambda watch` on 127.0.0.1:`port` (which

@@ -3,20 +3,27 @@
 
 use aws_config::BehaviorVersion;
 use aws_sdk_dynamodb::Client;
+use aws_sdk_dynamodb::operation::query::builders::QueryFluentBuilder;
 use aws_sdk_dynamodb::types::AttributeValue;
 use lambda_http::{Body, Error, Request, RequestExt, Response, service_fn};
 use serde_json::Value;
 
 const OWNER: &str = "baseline";
 
+/// A Query of `owner`'s partition.
+fn query_of(client: &Client, table: &str, owner: &str) -> QueryFluentBuilder {
+    let query = client.query().table_name(table).key_condition_expression("#owner = :owner");
+    let query = query.expression_attribute_names("#owner", "owner");
+    query.expression_attribute_values(":owner", AttributeValue::S(owner.into()))
+}
+
 async fn handle(client: &Client, table: &str, request: Request) -> Result<Response<Body>, Error> {
-    let owner = AttributeValue::S(OWNER.into());
     let body = if request.method() == "POST" {
         let plant: Value = serde_json::from_slice(request.body().as_ref())?;
         let result = client
             .put_item()
             .table_name(table)
-            .item("owner", owner)
+            .item("owner", AttributeValue::S(OWNER.into()))
             .item("id", AttributeValue::N(plant["id"].to_string()))
             .item("name", AttributeValue::S(plant["name"].to_string()))
             .condition_expression("attribute_not_exists(id)")
@@ -28,23 +35,12 @@ async fn handle(client: &Client, table: &str, request: Request) -> Result<Respon
         }
     } else {
         // As the function does: one more than the page, to know whether more exist.
-        let limit: i32 = request
-            .query_string_parameters_ref()
-            .and_then(|query| query.first("limit"))
-            .and_then(|limit| limit.parse().ok())
-            .unwrap_or(100);
-        let page = client
-            .query()
-            .table_name(table)
-            .key_condition_expression("#owner = :owner")
-            .expression_attribute_names("#owner", "owner")
-            .expression_attribute_values(":owner", owner)
-            // The contract reads its writes (docs/contract.md): the cheapest
-            // Query that does is a strongly consistent one.
-            .consistent_read(true)
-            .limit(limit + 1)
-            .send()
-            .await?;
+        let query = request.query_string_parameters_ref();
+        let limit: i32 = query.and_then(|query| query.first("limit")?.parse().ok()).unwrap_or(100);
+        // The contract reads its writes (docs/contract.md): the cheapest
+        // Query that does is a strongly consistent one.
+        let page = query_of(client, table, OWNER).consistent_read(true).limit(limit + 1);
+        let page = page.send().await?;
         format!("{} items", page.count())
     };
     Ok(Response::new(Body::Text(body)))
@@ -55,15 +51,7 @@ async fn main() -> Result<(), Error> {
     let table = std::env::var("PLANTS_TABLE")?;
     let sdk_config = aws_config::load_defaults(BehaviorVersion::latest()).await;
     let client = Client::new(&sdk_config);
-    let _ = client
-        .query()
-        .table_name(&table)
-        .key_condition_expression("#owner = :owner")
-        .expression_attribute_names("#owner", "owner")
-        .expression_attribute_values(":owner", AttributeValue::S("warm-up".into()))
-        .limit(1)
-        .send()
-        .await;
+    let _ = query_of(&client, &table, "warm-up").limit(1).send().await;
     // As the function runs: up to AWS_LAMBDA_MAX_CONCURRENCY at once.
     let table: std::sync::Arc<str> = table.into();
     lambda_http::run_concurrent(service_fn(move |request| {
