@@ -36,10 +36,13 @@ pub enum Fault {
     Conflict(&'static str),
 }
 
+/// The calls that passed through, in order.
+type Calls = Arc<Mutex<Vec<Call>>>;
+
 pub struct FaultProxy {
     pub url: String,
     requests: Arc<AtomicUsize>,
-    calls: Arc<Mutex<Vec<Call>>>,
+    calls: Calls,
     task: JoinHandle<()>,
 }
 
@@ -112,7 +115,7 @@ struct Upstream {
 async fn answer(
     fault: Fault,
     upstream: Upstream,
-    calls: Arc<Mutex<Vec<Call>>>,
+    calls: Calls,
     request: Request<Incoming>,
 ) -> Reply {
     match fault {
@@ -151,11 +154,7 @@ fn operation_of(headers: &hyper::HeaderMap) -> &str {
 
 /// The request sent on to DynamoDB Local, and its answer back; a failure to
 /// reach it resets the client's connection, as a broken path would.
-async fn forward(
-    upstream: &Upstream,
-    calls: &Mutex<Vec<Call>>,
-    request: Request<Incoming>,
-) -> Reply {
+async fn forward(upstream: &Upstream, calls: &Calls, request: Request<Incoming>) -> Reply {
     let (mut parts, body) = request.into_parts();
     let path = parts.uri.path_and_query().map_or("/", |path| path.as_str());
     parts.uri = format!("{}{path}", upstream.url).parse().unwrap();

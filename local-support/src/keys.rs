@@ -14,6 +14,7 @@ use base64::engine::general_purpose::STANDARD;
 pub use jsonwebtoken::Algorithm;
 use jsonwebtoken::jwk::{CommonParameters, Jwk, JwkSet, PublicKeyUse, ThumbprintHash};
 use jsonwebtoken::{EncodingKey, Header};
+use serde::Serialize;
 use serde_json::json;
 
 /// A private signing key and its public JWK, its `kid` the RFC 7638 thumbprint.
@@ -93,16 +94,12 @@ impl SigningKey {
     /// Signs arbitrary claims (any JSON a serializer writes, even with a
     /// repeated key) with this key and its `kid`, as an RFC 9068 access
     /// token (`typ` `at+jwt`).
-    pub fn sign(&self, claims: &impl serde::Serialize) -> KeyResult<String> {
+    pub fn sign(&self, claims: &impl Serialize) -> KeyResult<String> {
         self.sign_typed(Some("at+jwt"), claims)
     }
 
     /// [`Self::sign`] with the JOSE header's `typ` set to `typ`, or none.
-    pub fn sign_typed(
-        &self,
-        typ: Option<&str>,
-        claims: &impl serde::Serialize,
-    ) -> KeyResult<String> {
+    pub fn sign_typed(&self, typ: Option<&str>, claims: &impl Serialize) -> KeyResult<String> {
         let mut header = Header::new(self.algorithm);
         header.kid = Some(self.kid().to_owned());
         header.typ = typ.map(str::to_owned);

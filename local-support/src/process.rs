@@ -104,14 +104,11 @@ impl Scope {
 impl Drop for Scope {
     /// Runs this scope's clean-ups one at a time, outside the lock.
     fn drop(&mut self) {
-        loop {
-            let cleanup = {
-                let mut cleanups = CLEANUPS.lock().unwrap();
-                if cleanups.len() <= self.0 {
-                    return;
-                }
-                cleanups.pop().unwrap()
-            };
+        let next = || {
+            let mut cleanups = CLEANUPS.lock().unwrap();
+            (cleanups.len() > self.0).then(|| cleanups.pop()).flatten()
+        };
+        while let Some(cleanup) = next() {
             cleanup();
         }
     }

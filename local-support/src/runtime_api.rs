@@ -119,7 +119,7 @@ impl LambdaProcess {
     async fn wait_until_ready(
         &mut self,
         command: &[String],
-        readers: Vec<JoinHandle<()>>,
+        pipes: Vec<JoinHandle<()>>,
     ) -> Instant {
         let mut init = self.state.init.subscribe();
         let outcome = tokio::select! {
@@ -137,8 +137,8 @@ impl LambdaProcess {
         };
         // Its pipes close with it: the readers then have its last lines.
         let _ = self.child.start_kill();
-        for reader in readers {
-            let _ = tokio::time::timeout(Duration::from_secs(1), reader).await;
+        for pipe in pipes {
+            let _ = tokio::time::timeout(Duration::from_secs(1), pipe).await;
         }
         panic!("{command:?} {failure}; its output:\n{}", self.output().join("\n"));
     }
@@ -151,14 +151,14 @@ impl LambdaProcess {
     }
 
     /// [`Self::invoke`], with X-Ray's sampling decision `sampled` and its
-    /// deadline `timeout` (if not the default) after it is handed out.
+    /// deadline `within` (if not the default) after it is handed out.
     pub async fn invoke_with(
         &self,
         event: &str,
         sampled: bool,
-        timeout: Option<Duration>,
+        within: Option<Duration>,
     ) -> Invoked {
-        let timeout = timeout.unwrap_or(ANSWER_TIMEOUT);
+        let timeout = within.unwrap_or(ANSWER_TIMEOUT);
         let number = self.next_id.fetch_add(1, Ordering::SeqCst);
         let request_id = format!("00000000-0000-4000-8000-{number:012}");
         let trace_id = format!(

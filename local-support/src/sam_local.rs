@@ -89,9 +89,8 @@ impl SamLocal {
         // retries for ~9 s (11.4 s per invoke against 3.0 s), online it
         // would send the local credentials away. 127.0.0.1:9 refuses at once.
         command.env("AWS_ENDPOINT_URL_STS", "http://127.0.0.1:9");
-        command
-            .args(["local", subcommand, "--template"])
-            .arg(root().join(".aws-sam/build/template.yaml"));
+        let template = root().join(".aws-sam/build/template.yaml");
+        command.args(["local", subcommand, "--template"]).arg(template);
         if let Some(image) = &self.image {
             command.args(["--invoke-image", image, "--skip-pull-image"]);
         }

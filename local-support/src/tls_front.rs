@@ -102,11 +102,9 @@ pub fn forward(address: &str, upstream: u16) -> Result {
     std::thread::spawn(move || {
         for client in listener.incoming().flatten() {
             let Ok(plain) = StdStream::connect(("127.0.0.1", upstream)) else { continue };
-            for (mut from, mut to) in
-                [(client.try_clone(), plain.try_clone()), (Ok(plain), Ok(client))]
-                    .into_iter()
-                    .filter_map(|(from, to)| Some((from.ok()?, to.ok()?)))
-            {
+            let pairs = [(client.try_clone(), plain.try_clone()), (Ok(plain), Ok(client))];
+            let pairs = pairs.into_iter().filter_map(|(from, to)| Some((from.ok()?, to.ok()?)));
+            for (mut from, mut to) in pairs {
                 std::thread::spawn(move || {
                     let _ = std::io::copy(&mut from, &mut to);
                     let _ = to.shutdown(std::net::Shutdown::Write);

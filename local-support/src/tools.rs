@@ -178,9 +178,8 @@ pub fn unpack_debian_packages(destination: &Path, packages: &[&str]) -> Result {
     let debs = debs.path();
     // apt-get downloads as the _apt user where it can write.
     run(Command::new("chmod").arg("1777").arg(debs))?;
-    let download = || {
-        succeeds(Command::new("apt-get").args(["download", "-qq"]).args(packages).current_dir(debs))
-    };
+    let download = "download -qq".split(' ').chain(packages.iter().copied());
+    let download = || succeeds(Command::new("apt-get").args(download.clone()).current_dir(debs));
     if !download() {
         run(Command::new("apt-get").args(["update", "-qq"]))?;
         if !download() {

@@ -33,19 +33,15 @@ impl Respond for Answers {
     /// refuses the next fetch, as a server that went down does.
     fn respond(&self, _request: &Request) -> ResponseTemplate {
         self.fetches.fetch_add(1, Ordering::SeqCst);
-        let ok = || ResponseTemplate::new(200).insert_header("connection", "close");
+        let answer = |status| ResponseTemplate::new(status).insert_header("connection", "close");
+        let json = |body: String| answer(200).set_body_raw(body, "application/json");
         match self.behaviour.lock().unwrap().clone() {
-            Behaviour::Serve(jwks) => ok().set_body_raw(jwks, "application/json"),
-            Behaviour::Slow(delay, jwks) => {
-                ok().set_body_raw(jwks, "application/json").set_delay(delay)
-            }
+            Behaviour::Serve(jwks) => json(jwks),
+            Behaviour::Slow(delay, jwks) => json(jwks).set_delay(delay),
             Behaviour::Oversized(jwks, size) => {
-                let padded = format!(r#"{{"padding": "{}", {}"#, "x".repeat(size), &jwks[1..]);
-                ok().set_body_raw(padded, "application/json")
+                json(format!(r#"{{"padding": "{}", {}"#, "x".repeat(size), &jwks[1..]))
             }
-            Behaviour::Status(status) => {
-                ResponseTemplate::new(status).insert_header("connection", "close")
-            }
+            Behaviour::Status(status) => answer(status),
         }
     }
 }

@@ -11,17 +11,17 @@ use serde_json::Value;
 
 const EVENTS_OWNER: &str = "events-user";
 
-fn event_files(dir: &Path, found: &mut Vec<PathBuf>) {
-    for entry in fs::read_dir(dir).unwrap() {
-        let path = entry.unwrap().path();
-        if path.is_dir() {
-            event_files(&path, found);
-        } else if path.extension().is_some_and(|ext| ext == "json")
-            && !path.to_string_lossy().ends_with(".expected.json")
-        {
-            found.push(path);
-        }
-    }
+/// Every event of `events/EDGE/`, in order (each beside its `.expected.json`).
+fn event_files() -> Vec<PathBuf> {
+    let edges = fs::read_dir(Path::new(env!("CARGO_MANIFEST_DIR")).join("events")).unwrap();
+    let files = edges.flat_map(|edge| fs::read_dir(edge.unwrap().path()).unwrap());
+    let events = files.map(|file| file.unwrap().path()).filter(|path| {
+        let name = path.to_string_lossy();
+        name.ends_with(".json") && !name.ends_with(".expected.json")
+    });
+    let mut events: Vec<PathBuf> = events.collect();
+    events.sort();
+    events
 }
 
 /// Replays one event through the binary under the Runtime API (a process
@@ -62,9 +62,7 @@ async fn replay(event_path: &Path) -> Vec<String> {
 
 #[tokio::test]
 async fn every_sample_event_gets_its_expected_response_from_the_bootstrap() {
-    let mut events = Vec::new();
-    event_files(&Path::new(env!("CARGO_MANIFEST_DIR")).join("events"), &mut events);
-    events.sort();
+    let events = event_files();
     assert!(!events.is_empty(), "no events under events/");
     // Every fixture is replayed, and every one that fails is named.
     let replays = futures::stream::iter(&events).map(|event| replay(event));

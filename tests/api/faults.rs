@@ -23,13 +23,9 @@ struct Outcome {
 }
 
 /// Sends one request: its answer, time and the SDK's attempts.
-async fn measure(
-    case: &str,
-    app: &TestApp,
-    response: impl Future<Output = TestResponse>,
-) -> Outcome {
+async fn measure(case: &str, app: &TestApp, sent: impl Future<Output = TestResponse>) -> Outcome {
     let started = Instant::now();
-    let response = response.await;
+    let response = sent.await;
     let (elapsed, attempts) = (started.elapsed(), app.dynamodb_calls());
     eprintln!("fault case {case}: {} in {elapsed:?} after {attempts} attempt(s)", response.status);
     Outcome { response, elapsed, attempts }

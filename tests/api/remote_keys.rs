@@ -3,13 +3,13 @@
 
 use std::time::{Duration, Instant};
 
-use jsonwebtoken::{Algorithm, EncodingKey, Header};
+use jsonwebtoken::Algorithm;
 use plant_store::auth::Verifier;
 use plant_store::config::{KeyConfig, KeyRefresh, TrustConfig};
 use plant_store::https::Https;
 use plant_store::jwks::KeySource;
 use plant_store_testkit::SigningKey;
-use plant_store_testkit::forgeries::claims;
+use plant_store_testkit::forgeries::{claims, signed_naming_kid};
 use plant_store_testkit::key_server::{Behaviour, KeyServer};
 use plant_store_testkit::{INVALID_TOKEN, TestApp, assert_refused, bearer, keys, token_rules};
 use serde_json::json;
@@ -38,13 +38,6 @@ async fn remote_app(server: &KeyServer, refresh: KeyRefresh) -> TestApp {
     app
 }
 
-fn token_with_kid(key: &SigningKey, kid: &str) -> String {
-    let mut header = Header::new(key.algorithm());
-    (header.kid, header.typ) = (Some(kid.to_owned()), Some("at+jwt".into()));
-    let encoding = EncodingKey::from_ed_pem(key.pkcs8_pem().as_bytes()).unwrap();
-    jsonwebtoken::encode(&header, &claims("alice"), &encoding).unwrap()
-}
-
 #[tokio::test]
 async fn fetched_keys_serve_without_further_fetches_also_when_the_key_server_goes_down() {
     let server = KeyServer::start(keys().jwks.clone()).await;
@@ -59,7 +52,7 @@ async fn fetched_keys_serve_without_further_fetches_also_when_the_key_server_goe
     wait_out(REFRESH.refetch_interval).await;
     // An unknown kid's refetch fails: the token may be valid, so 503 with
     // Retry-After, not 401 (which signs the user out).
-    let unknown = token_with_kid(keys().eddsa(), "rotated-away");
+    let unknown = signed_naming_kid("rotated-away");
     assert_keys_unavailable(&app.get(&format!("Bearer {unknown}"), "").await);
     // The last good key set is still serving.
     assert_eq!(app.get(&bearer("alice"), "").await.status, 200);

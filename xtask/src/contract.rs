@@ -42,7 +42,7 @@ pub(crate) fn contract_test(max_examples: usize, seed: Option<u64>) -> Result {
 pub(crate) fn contract_test_through_sam_local(
     sam: &SamLocal,
     stack: &Stack,
-    max_examples: usize,
+    examples: usize,
 ) -> Result {
     let _scope = Scope::begin();
     let issuer = Issuer::generate(&[Algorithm::EdDSA]);
@@ -52,7 +52,7 @@ pub(crate) fn contract_test_through_sam_local(
     let (port, log) = (free_port(), tools_dir().join("contract-sam-local.log"));
     let _api = sam.start_api(&env, port, &[], Some(&log))?;
     let url = format!("http://127.0.0.1:{port}");
-    let ran = run_contract(&url, &issuer, max_examples, commit_seed(), false);
+    let ran = run_contract(&url, &issuer, examples, commit_seed(), false);
     sam.remove_lambda_containers();
     ran.map_err(|error| format!("{error}\n{}", tail(&log, 60)).into())
 }

@@ -75,10 +75,8 @@ fn fuzz_each(
             return Err(format!("{error}\nthe input is in {artifacts}").into());
         }
         let printed = std::fs::read_to_string(&log)?;
-        let runs = printed
-            .lines()
-            .find_map(|line| line.strip_prefix("stat::number_of_executed_units:"))
-            .map_or("?", str::trim);
+        let stat = "stat::number_of_executed_units:";
+        let runs = printed.lines().find_map(|line| line.strip_prefix(stat)).map_or("?", str::trim);
         summary.push(format!("fuzz {target}: {runs} executions in {seconds}s, 0 crashes"));
     }
     Ok(summary.join("\n"))

@@ -123,12 +123,11 @@ fn beyond_optic(released: &Value, current: &Value) -> Vec<String> {
             changes.into_iter().map(move |change| format!("{place}: {change}"))
         })
         .collect();
-    let major = |spec: &Value| {
-        spec["info"]["version"].as_str().and_then(|v| v.split('.').next()).map(str::to_owned)
-    };
+    let major =
+        |spec: &Value| Some(spec["info"]["version"].as_str()?.split('.').next()?.to_owned());
     if major(current) != major(released) {
-        problems
-            .push(format!("info.version {} is another major version", current["info"]["version"]));
+        let version = &current["info"]["version"];
+        problems.push(format!("info.version {version} is another major version"));
     }
     problems
 }
