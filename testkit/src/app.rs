@@ -101,8 +101,7 @@ impl TestApp {
 
     /// The owner of every item in the table, in the order of [`Self::stored_items`].
     pub async fn stored_owners(&self) -> Vec<Value> {
-        let items = self.stored_items().await;
-        items.iter().map(|item| item["owner"].clone()).collect()
+        self.stored_items().await.iter().map(|item| item["owner"].clone()).collect()
     }
 
     /// Every plant in the table, read straight from DynamoDB: what the
@@ -110,14 +109,12 @@ impl TestApp {
     /// and id. The owners' counter items are not plants: see
     /// [`Self::stored_plant_counts`].
     pub async fn stored_items(&self) -> Vec<Value> {
-        let (plants, _) = self.scan().await;
-        plants
+        self.scan().await.0
     }
 
     /// Each owner's counter item as `{owner, plants}`, ordered by owner.
     pub async fn stored_plant_counts(&self) -> Vec<Value> {
-        let (_, counters) = self.scan().await;
-        counters
+        self.scan().await.1
     }
 
     /// The whole table: plants, and the owners' counter items.
@@ -126,8 +123,7 @@ impl TestApp {
         let items: Vec<_> = scan.items().send().collect::<Result<_, _>>().await.unwrap();
         let (mut plants, mut counters) = (Vec::new(), Vec::new());
         for item in &items {
-            let partition = item.get("owner").and_then(|owner| owner.as_s().ok());
-            let counted = partition.and_then(|partition| counter_owner(partition));
+            let counted = item.get("owner").and_then(|owner| counter_owner(owner.as_s().ok()?));
             let mut row = serde_json::Map::new();
             for (attribute, value) in item {
                 let value = match (attribute.as_str(), value, counted) {
@@ -139,11 +135,8 @@ impl TestApp {
                 };
                 row.insert(attribute.clone(), value);
             }
-            if counted.is_some() {
-                counters.push(Value::Object(row));
-            } else {
-                plants.push(Value::Object(row));
-            }
+            let rows = if counted.is_some() { &mut counters } else { &mut plants };
+            rows.push(Value::Object(row));
         }
         plants.sort_by_key(|item| (item["owner"].to_string(), item["id"].as_i64()));
         counters.sort_by_key(|item| item["owner"].to_string());

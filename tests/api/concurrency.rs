@@ -190,11 +190,7 @@ async fn concurrent_unknown_kids_share_one_fetch_and_refetch_at_most_once_per_in
     let server = KeyServer::start(keys().jwks.clone()).await;
     server.set(Behaviour::Status(503));
     let app = TestApp::new().await;
-    let remote_keys = [
-        ("AUTH_JWKS", ""),
-        ("AUTH_JWKS_URL", server.jwks_url.as_str()),
-        ("AUTH_ALLOW_LOOPBACK_HTTP", "true"),
-    ];
+    let remote_keys = crate::keys_from(&server.jwks_url);
     let function = start_function(&app, Some(MAX_CONCURRENCY), &remote_keys).await;
     assert_eq!(server.fetches(), 1, "the key set is fetched at init");
     tokio::time::sleep(std::time::Duration::from_millis(1100)).await;

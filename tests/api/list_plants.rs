@@ -37,17 +37,13 @@ fn next_link(response: &TestResponse) -> Option<String> {
     Some(target.to_owned())
 }
 
-async fn get_path(app: &TestApp, owner: &str, path_and_query: &str) -> TestResponse {
-    let request =
-        ApiGatewayEvent::new("GET", path_and_query).header("authorization", &bearer(owner));
-    app.send(request).await
+async fn get_path(app: &TestApp, owner: &str, target: &str) -> TestResponse {
+    app.send(ApiGatewayEvent::new("GET", target).header("authorization", &bearer(owner))).await
 }
 
 /// Follows `next`: every plant listed, the page sizes, the most calls a page.
 async fn follow_pages(app: &TestApp, owner: &str, limit: usize) -> (Vec<Value>, Vec<usize>, usize) {
-    let mut plants = Vec::new();
-    let mut sizes = Vec::new();
-    let mut most_calls = 0;
+    let (mut plants, mut sizes, mut most_calls) = (Vec::new(), Vec::new(), 0);
     let mut next = Some(format!("/plants?limit={limit}"));
     while let Some(target) = next {
         let calls_before = app.dynamodb_calls();

@@ -21,3 +21,9 @@ pub async fn start_function(
     }
     plant_store_testkit::runtime_api::LambdaProcess::start(&command, &env, None).await
 }
+
+/// The variables that take the function's keys from `url` (plain HTTP to
+/// loopback allowed), not inline.
+pub fn keys_from(url: &str) -> [(&'static str, &str); 3] {
+    [("AUTH_JWKS", ""), ("AUTH_JWKS_URL", url), ("AUTH_ALLOW_LOOPBACK_HTTP", "true")]
+}

@@ -13,14 +13,8 @@ const API: &str = "https://plants.example";
 
 /// The function with this issuer, audience and key set's URL (none: discovery).
 async fn function(app: &TestApp, issuer: &str, audience: &str, jwks: &str) -> LambdaProcess {
-    let vars = [
-        ("AUTH_ISSUER", issuer),
-        ("AUTH_AUDIENCE", audience),
-        ("AUTH_JWKS_URL", jwks),
-        ("AUTH_JWKS", ""),
-        ("AUTH_ALLOW_LOOPBACK_HTTP", "true"),
-    ];
-    crate::start_function(app, &vars).await
+    let vars = [("AUTH_ISSUER", issuer), ("AUTH_AUDIENCE", audience)];
+    crate::start_function(app, &[&vars[..], &crate::keys_from(jwks)].concat()).await
 }
 
 /// The status of a GET (`post` false) or a POST with `token`, and the
@@ -34,12 +28,10 @@ async fn answer(function: &LambdaProcess, token: &str, post: bool) -> (u16, Stri
     let invoked = function.invoke(&event.event()).await;
     let status = TestResponse::from_lambda_response(&invoked.response).status;
     let lines = function.output().into_iter().filter_map(|line| serde_json::from_str(&line).ok());
-    let of_this: Vec<Value> = lines
-        .filter(|line: &Value| line["span"]["requestId"] == json!(invoked.request_id))
-        .collect();
-    let why = of_this.iter().find_map(|line| line.get("reason").or(line.get("detail")));
+    let mut of_this = lines.filter(|line: &Value| line["span"]["requestId"] == *invoked.request_id);
+    let why = of_this.find_map(|line| Some(line.get("reason").or(line.get("detail"))?.clone()));
     assert!(!function.output().concat().contains(token), "the token is in the log");
-    (status, why.and_then(Value::as_str).unwrap_or_default().to_owned())
+    (status, why.as_ref().and_then(Value::as_str).unwrap_or_default().to_owned())
 }
 
 #[tokio::test]

@@ -93,8 +93,7 @@ async fn a_failing_or_throttled_call_is_recorded_with_its_retries_and_flags() {
     ] {
         let app = TestApp::new().await;
         // The warm-up at init passes; then DynamoDB fails.
-        let dynamodb = TestApp::dynamodb_url();
-        let proxy = FaultProxy::start(&dynamodb, &[Fault::PassThrough], fault).await;
+        let proxy = FaultProxy::start(&TestApp::dynamodb_url(), &[Fault::PassThrough], fault).await;
         let daemon = XRayDaemon::start().await;
         let function = start_function(&app, &daemon, Some(&proxy.url), &[]).await;
 
@@ -138,12 +137,7 @@ async fn a_key_fetch_within_an_invocation_is_a_call_to_the_issuer() {
     let server = KeyServer::start(keys().jwks.clone()).await;
     server.set(Behaviour::Status(503));
     let daemon = XRayDaemon::start().await;
-    let remote_keys = [
-        ("AUTH_JWKS", ""),
-        ("AUTH_JWKS_URL", server.jwks_url.as_str()),
-        ("AUTH_ALLOW_LOOPBACK_HTTP", "true"),
-    ];
-    let function = start_function(&app, &daemon, None, &remote_keys).await;
+    let function = start_function(&app, &daemon, None, &crate::keys_from(&server.jwks_url)).await;
     server.set(Behaviour::Serve(keys().jwks.clone()));
     // Production's retry without keys is 1 s.
     tokio::time::sleep(std::time::Duration::from_millis(1100)).await;

@@ -79,20 +79,15 @@ TOKEN={token}
 /// A curl line for each operation of openapi.yaml, its example request
 /// (`documented`); writes first.
 fn curl_lines(base: &str) -> Vec<String> {
-    let mut lines: Vec<(bool, String)> = (documented::operations().into_iter())
-        .map(|operation| {
-            let (method, target) = (operation.method, operation.target);
-            let mut line = format!(
-                r#"curl -s -X {method} "{base}{target}" -H "Authorization: Bearer $TOKEN""#
-            );
-            if let Some(body) = &operation.body {
-                line += &format!(" -H 'Content-Type: application/json' -d '{body}'");
-            }
-            (operation.body.is_none(), line)
-        })
-        .collect();
-    lines.sort_by_key(|(read, _)| *read);
-    lines.into_iter().map(|(_, line)| line).collect()
+    let mut operations = documented::operations();
+    operations.sort_by_key(|operation| operation.body.is_none());
+    let line = |operation: documented::Documented| {
+        let (method, target) = (operation.method, operation.target);
+        let json = |body| format!(" -H 'Content-Type: application/json' -d '{body}'");
+        let body = operation.body.map(json).unwrap_or_default();
+        format!(r#"curl -s -X {method} "{base}{target}" -H "Authorization: Bearer $TOKEN"{body}"#)
+    };
+    operations.into_iter().map(line).collect()
 }
 
 /// Each curl line against the function at `base`, which must answer 2xx
