@@ -33,6 +33,7 @@ pub fn operations() -> Vec<Documented> {
 
 /// Every operation of an OpenAPI document, read as JSON.
 pub fn operations_of(spec: &Value) -> Vec<Documented> {
+    let text = |value: &Value| value.as_str().unwrap_or_default().to_owned();
     let mut operations = Vec::new();
     for (path, item) in spec["paths"].as_object().unwrap() {
         for (method, operation) in item.as_object().unwrap() {
@@ -62,12 +63,11 @@ pub fn operations_of(spec: &Value) -> Vec<Documented> {
             let body = &operation["requestBody"]["content"]["application/json"]["example"];
             let statuses = operation["responses"].as_object().unwrap().keys();
             operations.push(Documented {
-                id: operation["operationId"].as_str().unwrap_or_default().to_owned(),
+                id: text(&operation["operationId"]),
                 method: method.to_uppercase(),
                 path: path.clone(),
                 target,
-                access: (operation["security"][0]["bearerAuth"][0].as_str().unwrap_or_default())
-                    .to_owned(),
+                access: text(&operation["security"][0]["bearerAuth"][0]),
                 statuses: statuses.filter_map(|status| status.parse().ok()).collect(),
                 body: (!body.is_null()).then(|| body.to_string()),
             });

@@ -70,13 +70,11 @@ impl Intercept for CallCounter {
 pub async fn counted_dynamodb_client(endpoint: Option<&str>) -> (Client, CallCounter) {
     let counter = CallCounter::default();
     let https = Https::new(&Default::default()).expect("the compiled-in roots");
-    let config = client_config(&https, Some(endpoint.unwrap_or(dynamodb_url())))
-        .await
-        .to_builder()
-        .region(Region::new("us-east-1"))
-        .credentials_provider(Credentials::new("local", "local", None, None, "tests"))
-        .interceptor(SharedInterceptor::new(counter.clone()))
-        .build();
+    let config = client_config(&https, Some(endpoint.unwrap_or(dynamodb_url()))).await;
+    let credentials = Credentials::new("local", "local", None, None, "tests");
+    let config =
+        config.to_builder().region(Region::new("us-east-1")).credentials_provider(credentials);
+    let config = config.interceptor(SharedInterceptor::new(counter.clone())).build();
     (Client::from_conf(config), counter)
 }
 

@@ -15,13 +15,8 @@ pub struct ApiGatewayEvent {
 impl ApiGatewayEvent {
     pub fn new(method: &str, path_and_query: &str) -> Self {
         let (path, query) = path_and_query.split_once('?').unwrap_or((path_and_query, ""));
-        Self {
-            method: method.to_owned(),
-            path: path.to_owned(),
-            query: query.to_owned(),
-            headers: Vec::new(),
-            body: None,
-        }
+        let (method, path, query) = (method.to_owned(), path.to_owned(), query.to_owned());
+        Self { method, path, query, headers: Vec::new(), body: None }
     }
 
     /// `POST /plants` of this JSON body.

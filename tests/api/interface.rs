@@ -71,12 +71,11 @@ fn statuses(facts: &Value) -> BTreeSet<u64> {
 fn gateway_answers(template: &Value) -> Vec<(String, u64, Value)> {
     let body = |text: &Value| serde_json::from_str(text.as_str().unwrap_or("null")).unwrap();
     let api = &template["Resources"]["PlantsRestApi"]["Properties"]["GatewayResponses"];
-    let mut answers: Vec<_> = (api.as_object().unwrap().iter())
-        .map(|(kind, answer)| {
-            let status = answer["StatusCode"].as_u64().unwrap_or_default();
-            (kind.clone(), status, body(&answer["ResponseTemplates"]["application/json"]))
-        })
-        .collect();
+    let answer = |(kind, answer): (&String, &Value)| {
+        let status = answer["StatusCode"].as_u64().unwrap_or_default();
+        (kind.clone(), status, body(&answer["ResponseTemplates"]["application/json"]))
+    };
+    let mut answers: Vec<_> = api.as_object().unwrap().iter().map(answer).collect();
     let firewall = &template["Resources"]["WebAcl"]["Properties"];
     for rule in firewall["Rules"].as_array().unwrap() {
         let response = &rule["Action"]["Block"]["CustomResponse"];
@@ -130,9 +129,7 @@ async fn disagreements([spec, template, routed]: &[Value; 3]) -> Vec<String> {
     let mut answered = BTreeSet::from(["http_api".to_owned()]);
     for (name, status, body) in gateway {
         match examples.get(&name).map_or(&Value::Null, |example| &example["value"]) {
-            _ if body["error"] != status => {
-                found.push(format!("{name} answers {body} with {status}"))
-            }
+            _ if body["error"] != status => found.push(format!("{name} answers {status}: {body}")),
             example if *example == body => {}
             example => found.push(format!("{name} answers {body}, openapi.yaml {example}")),
         }
@@ -147,11 +144,9 @@ async fn disagreements([spec, template, routed]: &[Value; 3]) -> Vec<String> {
         };
         let answer = to_bytes(error.into_response().into_body(), usize::MAX).await.unwrap();
         let answer: Value = serde_json::from_slice(&answer).unwrap();
-        if example["value"] != answer {
-            found.push(format!(
-                "{name}: the function answers {answer}, openapi.yaml {}",
-                example["value"]
-            ));
+        let documented = &example["value"];
+        if *documented != answer {
+            found.push(format!("{name}: the function answers {answer}, openapi.yaml {documented}"));
         }
         answered.insert(name.clone());
     }
@@ -177,18 +172,13 @@ fn uninspected_keys(template: &Value) -> Vec<String> {
             && rule["Priority"].as_u64().is_some_and(|at| at < caller)
     });
     let size = whole.map(|rule| &rule["Statement"]["SizeConstraintStatement"]["Size"]);
-    match size.and_then(Value::as_u64) {
-        None => vec![
-            "no firewall rule before RateLimitPerCaller blocks headers it cannot inspect whole"
-                .into(),
-        ],
-        Some(size) if size != MAX_HEADER_BYTES as u64 => {
-            vec![format!(
-                "the firewall blocks headers over {size} bytes, the function over {MAX_HEADER_BYTES}"
-            )]
-        }
-        Some(_) => Vec::new(),
-    }
+    let function = MAX_HEADER_BYTES as u64;
+    let found = match size.and_then(Value::as_u64) {
+        None => "no firewall rule before RateLimitPerCaller blocks what it cannot inspect".into(),
+        Some(size) if size != function => format!("the firewall blocks headers over {size} bytes"),
+        Some(_) => return Vec::new(),
+    };
+    vec![format!("{found}; the function, over {function}")]
 }
 
 #[tokio::test]

@@ -131,9 +131,8 @@ fn variable_and_key_drift(template: &Value, function: &Function) -> Vec<String> 
                 .map(|name| format!("the function reads {name}; deploying.md does not name it")),
         )
         .collect();
-    let global = crate::interface::json(
-        serde_yaml_ng::from_str(include_str!("../../global-table.yaml")).unwrap(),
-    );
+    let global = serde_yaml_ng::from_str(include_str!("../../global-table.yaml")).unwrap();
+    let global = crate::interface::json(global);
     let layout =
         json!(TABLE_KEY.map(|k| json!([k.name, k.key_type.as_str(), k.attribute_type.as_str()])));
     for (file, source, name) in [

@@ -214,15 +214,12 @@ async fn thirty_two_invocations_at_once_each_trace_under_their_own_header() {
     let concurrency = [("AWS_LAMBDA_MAX_CONCURRENCY", "8")];
     let function = start_function(&app, &daemon, Some(&proxy.url), &concurrency).await;
     let before = proxy.call_count();
-    let events: Vec<String> = (1..=32)
-        .map(|n| match n % 2 {
-            0 => ApiGatewayEvent::list_plants(&bearer("alice"), "limit=2").event(),
-            _ => {
-                let body = json!({"id": n, "name": format!("plant {n}")}).to_string();
-                ApiGatewayEvent::create_plant(&bearer("bob"), &body).event()
-            }
-        })
-        .collect();
+    let body = |n| json!({"id": n, "name": format!("plant {n}")}).to_string();
+    let event = |n: i64| match n % 2 {
+        0 => ApiGatewayEvent::list_plants(&bearer("alice"), "limit=2"),
+        _ => ApiGatewayEvent::create_plant(&bearer("bob"), &body(n)),
+    };
+    let events: Vec<String> = (1..=32).map(|n| event(n).event()).collect();
 
     let invoked =
         futures::future::join_all(events.iter().map(|event| function.invoke(event))).await;
