@@ -10,9 +10,8 @@ use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 
 use crate::acceptance::{self, Report};
 
-/// The suite's passwords' length: the largest minimum a Cognito policy may
-/// set (99), so every pool's is met, and beyond guessing.
-const PASSWORD_LENGTH: usize = 99;
+/// The suite's shortest password: beyond guessing, within every pool's maximum.
+const PASSWORD_LENGTH: usize = 64;
 
 pub struct TestUsers {
     client: Client,
@@ -37,7 +36,11 @@ impl TestUsers {
     /// password, and returns an access token from signing it in.
     async fn create_and_sign_in(&mut self, client_id: &str, label: &str) -> Result<String, String> {
         let username = format!("plant-store-acceptance-{}-{label}@example.com", random_text(6));
-        let password = password();
+        // The pool's minimum; unread, the most a policy may ask (99).
+        let pool = self.client.describe_user_pool().user_pool_id(&self.user_pool_id).send().await;
+        let pool = pool.ok().and_then(|pool| pool.user_pool);
+        let minimum = pool.and_then(|pool| pool.policies?.password_policy?.minimum_length);
+        let password = password(minimum.map_or(99, |minimum| minimum as usize));
         let email = |name: &str, value: &str| {
             AttributeType::builder().name(name).value(value).build().expect("name is set")
         };
@@ -119,12 +122,13 @@ fn failed<E: std::error::Error>(doing: &str) -> impl Fn(E) -> String {
     move |error| format!("{doing} failed: {}", DisplayErrorContext(error))
 }
 
-/// A random password of [`PASSWORD_LENGTH`] characters, with each class of
-/// character a policy may ask for.
-fn password() -> String {
+/// A random password of at least `minimum` (and [`PASSWORD_LENGTH`])
+/// characters, with each class of character a policy may ask for.
+fn password(minimum: usize) -> String {
+    let length = minimum.max(PASSWORD_LENGTH);
     let classes = "aA1!";
-    let mut random = random_text(PASSWORD_LENGTH);
-    random.truncate(PASSWORD_LENGTH - classes.len());
+    let mut random = random_text(length);
+    random.truncate(length - classes.len());
     random + classes
 }
 
@@ -141,9 +145,9 @@ mod tests {
 
     #[test]
     fn passwords_hold_every_class_cognito_may_require_and_are_long_enough() {
-        for _ in 0..50 {
-            let password = password();
-            assert_eq!(password.len(), PASSWORD_LENGTH);
+        for minimum in (0..50).map(|n| [6, 8, 12, 64, 99][n % 5]) {
+            let password = password(minimum);
+            assert_eq!(password.len(), minimum.max(PASSWORD_LENGTH));
             assert!(password.bytes().any(|byte| byte.is_ascii_lowercase()));
             assert!(password.bytes().any(|byte| byte.is_ascii_uppercase()));
             assert!(password.bytes().any(|byte| byte.is_ascii_digit()));
