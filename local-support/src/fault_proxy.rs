@@ -75,8 +75,8 @@ impl FaultProxy {
             let (requests, calls) = (requests.clone(), calls.clone());
             move |request| {
                 requests.fetch_add(1, Ordering::SeqCst);
-                let fault = plan.lock().map(|mut plan| plan.0.pop_front().unwrap_or(plan.1));
-                let fault = fault.unwrap();
+                let mut plan = plan.lock().unwrap();
+                let fault = plan.0.pop_front().unwrap_or(plan.1);
                 answer(fault, upstream.clone(), calls.clone(), request)
             }
         });
