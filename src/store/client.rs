@@ -46,7 +46,7 @@ pub async fn client_config(https: &Https, endpoint: Option<&str>) -> aws_sdk_dyn
         .credentials_provider(EnvironmentVariableCredentialsProvider::new())
         .http_client(https.sdk_http_client())
         // The attempt timeout and the request's deadline bound a stalled call;
-        // the SDK's throughput monitor cost ~3 % of a request's CPU.
+        // the SDK's throughput monitor's cost is in docs/performance.md.
         .stalled_stream_protection(StalledStreamProtectionConfig::disabled())
         .interceptor(WithoutSdkHeaders);
     builder.set_endpoint_url(endpoint.map(str::to_owned));
@@ -62,8 +62,8 @@ pub async fn client_config(https: &Https, endpoint: Option<&str>) -> aws_sdk_dyn
 }
 
 /// Turns off the SDK's interceptors whose headers DynamoDB does not read:
-/// the user agent (~4 % of a request's CPU, docs/performance.md), the
-/// invocation id, the attempt count; the SDK's runtime's own mechanism.
+/// the user agent (its cost in docs/performance.md), the invocation id, the
+/// attempt count; the SDK's runtime's own mechanism.
 #[derive(Debug)]
 struct WithoutSdkHeaders;
 
